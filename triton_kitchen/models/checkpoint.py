@@ -78,14 +78,18 @@ class _TensorRef:
     stride: tuple[int, ...]
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, *rest):
+def _rebuild_tensor_v2(
+    storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, *rest
+):
     return _rebuild_tensor(storage, storage_offset, size, stride)
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):
     if not isinstance(storage, _StorageRef):
         raise CheckpointError(f"tensor rebuilt from {type(storage).__name__}, expected a storage")
-    return _TensorRef(storage, int(storage_offset), tuple(int(s) for s in size), tuple(int(s) for s in stride))
+    return _TensorRef(
+        storage, int(storage_offset), tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    )
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -126,7 +130,9 @@ def _unpickle(f: BinaryIO) -> Any:
 def read_legacy_state_dict(f: BinaryIO) -> dict[str, np.ndarray]:
     """Read a legacy torch checkpoint from a binary stream; return ``{name: np.ndarray}``."""
     if _unpickle(f) != MAGIC_NUMBER:
-        raise CheckpointError("bad magic number: not a legacy torch checkpoint (zip checkpoints are not supported)")
+        raise CheckpointError(
+            "bad magic number: not a legacy torch checkpoint (zip checkpoints are not supported)"
+        )
     if _unpickle(f) != PROTOCOL_VERSION:
         raise CheckpointError("unsupported legacy protocol version")
     sys_info = _unpickle(f)

@@ -86,7 +86,9 @@ class _GraphBuilder:
         try:
             return np.asarray(self.sd[key], dtype=np.float32)
         except KeyError:
-            raise KeyError(f"checkpoint has no tensor {key!r} (not an EfficientNet-Lite0 state_dict?)") from None
+            raise KeyError(
+                f"checkpoint has no tensor {key!r} (not an EfficientNet-Lite0 state_dict?)"
+            ) from None
 
     def conv_bn(self, x: str, conv: str, bn: str, out: str, stride: int = 1, relu6: bool = True) -> str:
         w = self.weight(f"{conv}.weight")
@@ -119,7 +121,9 @@ class _GraphBuilder:
             )
         )
         if relu6:
-            self.nodes.append(helper.make_node("Clip", [conv_out, self._zero, self._six], [out], name=f"{out}_relu6"))
+            self.nodes.append(
+                helper.make_node("Clip", [conv_out, self._zero, self._six], [out], name=f"{out}_relu6")
+            )
         return out
 
     def block(self, x: str, n: int) -> str:
@@ -149,7 +153,9 @@ class _GraphBuilder:
         self.nodes.append(helper.make_node("Flatten", ["pooled"], ["features"], name="flatten", axis=1))
         fc_w = self.const("_fc.weight", self.weight("_fc.weight"))
         fc_b = self.const("_fc.bias", self.weight("_fc.bias"))
-        self.nodes.append(helper.make_node("Gemm", ["features", fc_w, fc_b], [OUTPUT_NAME], name="_fc", transB=1))
+        self.nodes.append(
+            helper.make_node("Gemm", ["features", fc_w, fc_b], [OUTPUT_NAME], name="_fc", transB=1)
+        )
         return OUTPUT_NAME
 
 
@@ -197,9 +203,13 @@ def build_coarse_model(state_dict: dict[str, np.ndarray], size: int = COARSE_SIZ
         raise ValueError(f"coarse size must be a positive multiple of 32, got {size}")
     b = _GraphBuilder(state_dict)
     # sizes = [N, C] of the input + [size, size]: works for any batch (opset 17 Resize has no `axes`).
-    b.nodes.append(helper.make_node("Shape", [INPUT_NAME], ["coarse.in_shape"], name="coarse.shape", start=0, end=2))
+    b.nodes.append(
+        helper.make_node("Shape", [INPUT_NAME], ["coarse.in_shape"], name="coarse.shape", start=0, end=2)
+    )
     hw = b.const("coarse.hw", np.array([size, size], np.int64))
-    b.nodes.append(helper.make_node("Concat", ["coarse.in_shape", hw], ["coarse.sizes"], name="coarse.sizes", axis=0))
+    b.nodes.append(
+        helper.make_node("Concat", ["coarse.in_shape", hw], ["coarse.sizes"], name="coarse.sizes", axis=0)
+    )
     b.nodes.append(
         helper.make_node(
             "Resize",
