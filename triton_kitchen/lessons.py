@@ -1,0 +1,317 @@
+"""Lesson text, quiz banks and UI strings, in Chinese (default) and English.
+
+Files live in ``lessons/<lang>/`` at the repository root:
+
+- ``NN-slug.md``: one lesson per chapter. A small front matter between ``---`` lines
+  (``title``, ``chapter``, ``summary``, ``live``), then Markdown. ``<!-- section: key -->``
+  markers split the body so a page can place its live element between sections.
+- ``quiz/NN.toml``: ``[[question]]`` tables with ``id``, ``prompt``, ``choices``, ``answer``
+  (0-based) and ``explanation``.
+- ``ui.toml``: flat ``key = "text"`` strings (dotted tables allowed), ``str.format``
+  placeholders.
+
+This module never imports Streamlit; everything it loads is cached.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+LANGS = ("zh", "en")
+DEFAULT_LANG = "zh"
+CHAPTERS = tuple(range(1, 9))
+LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
+
+FRONT_MATTER_KEYS = ("title", "chapter", "summary", "live")
+INTRO_SECTION = "intro"
+_SECTION_RE = re.compile(r"^<!--\s*section:\s*([A-Za-z0-9_\-]+)\s*-->\s*$", re.MULTILINE)
+
+
+class LessonError(ValueError):
+    """A lesson, quiz or UI file is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    chapter: int
+    title: str
+    summary: str
+    live: str
+    body: str
+    sections: dict[str, str] = field(default_factory=dict)
+    lang: str = DEFAULT_LANG
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    prompt: str
+    choices: tuple[str, ...]
+    answer: int
+    explanation: str
+    chapter: int = 0
+
+
+def normalize_lang(lang: str | None) -> str:
+    """'zh', 'zh-CN', 'EN_us' -> a member of LANGS; anything else -> DEFAULT_LANG."""
+    if not lang:
+        return DEFAULT_LANG
+    head = str(lang).strip().lower().replace("_", "-").split("-")[0]
+    return head if head in LANGS else DEFAULT_LANG
+
+
+def _check_lang(lang: str) -> str:
+    if lang not in LANGS:
+        raise LessonError(f"unknown language {lang!r}; expected one of {LANGS}")
+    return lang
+
+
+def _check_chapter(chapter: int) -> int:
+    if chapter not in CHAPTERS:
+        raise LessonError(f"unknown chapter {chapter!r}; expected 1..{len(CHAPTERS)}")
+    return int(chapter)
+
+
+def lesson_path(chapter: int, lang: str) -> Path:
+    _check_chapter(chapter)
+    _check_lang(lang)
+    matches = sorted((LESSONS_DIR / lang).glob(f"{chapter:02d}-*.md"))
+    if len(matches) != 1:
+        raise LessonError(f"expected one lesson file lessons/{lang}/{chapter:02d}-*.md, found {len(matches)}")
+    return matches[0]
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Split ``---`` front matter (``key: value`` lines) from the Markdown body."""
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise LessonError("lesson must start with a '---' front matter line")
+    meta: dict[str, str] = {}
+    for i, line in enumerate(lines[1:], start=1):
+        stripped = line.strip()
+        if stripped == "---":
+            return meta, "".join(lines[i + 1 :]).strip("\n") + "\n"
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition(":")
+        if not sep:
+            raise LessonError(f"front matter line {i + 1} is not 'key: value': {stripped!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        meta[key.strip()] = value
+    raise LessonError("front matter is not closed by a '---' line")
+
+
+def split_sections(body: str) -> dict[str, str]:
+    """Body -> {section key: Markdown} in file order; text before the first marker is 'intro'."""
+    sections: dict[str, str] = {}
+    parts = _SECTION_RE.split(body)
+    head = parts[0].strip()
+    if head:
+        sections[INTRO_SECTION] = head + "\n"
+    for key, text in zip(parts[1::2], parts[2::2], strict=True):
+        if key in sections:
+            raise LessonError(f"section {key!r} appears twice")
+        sections[key] = text.strip() + "\n"
+    return sections
+
+
+@lru_cache(maxsize=64)
+def load_lesson(chapter: int, lang: str = DEFAULT_LANG) -> Lesson:
+    path = lesson_path(chapter, lang)
+    meta, body = parse_front_matter(path.read_text(encoding="utf-8"))
+    missing = [k for k in FRONT_MATTER_KEYS if not meta.get(k)]
+    if missing:
+        raise LessonError(f"{path}: front matter lacks {', '.join(missing)}")
+    try:
+        declared = int(meta["chapter"])
+    except ValueError as exc:
+        raise LessonError(f"{path}: chapter is not a number: {meta['chapter']!r}") from exc
+    if declared != chapter:
+        raise LessonError(f"{path}: front matter says chapter {declared}, file name says {chapter}")
+    return Lesson(
+        chapter=chapter,
+        title=meta["title"],
+        summary=meta["summary"],
+        live=meta["live"],
+        body=body,
+        sections=split_sections(body),
+        lang=lang,
+        path=str(path),
+    )
+
+
+@lru_cache(maxsize=8)
+def list_lessons(lang: str = DEFAULT_LANG) -> tuple[Lesson, ...]:
+    return tuple(load_lesson(ch, lang) for ch in CHAPTERS)
+
+
+def quiz_path(chapter: int, lang: str) -> Path:
+    _check_chapter(chapter)
+    _check_lang(lang)
+    return LESSONS_DIR / lang / "quiz" / f"{chapter:02d}.toml"
+
+
+@lru_cache(maxsize=64)
+def _load_quiz(chapter: int, lang: str) -> tuple[Question, ...]:
+    path = quiz_path(chapter, lang)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise LessonError(f"no quiz bank {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LessonError(f"{path}: {exc}") from exc
+    questions = []
+    seen = set()
+    for n, raw in enumerate(data.get("question", []), start=1):
+        try:
+            q = Question(
+                id=str(raw["id"]),
+                prompt=str(raw["prompt"]),
+                choices=tuple(str(c) for c in raw["choices"]),
+                answer=int(raw["answer"]),
+                explanation=str(raw["explanation"]),
+                chapter=chapter,
+            )
+        except KeyError as exc:
+            raise LessonError(f"{path}: question {n} lacks {exc.args[0]!r}") from exc
+        if q.id in seen:
+            raise LessonError(f"{path}: question id {q.id!r} appears twice")
+        if not 0 <= q.answer < len(q.choices):
+            raise LessonError(f"{path}: question {q.id!r}: answer {q.answer} is not a valid choice index")
+        seen.add(q.id)
+        questions.append(q)
+    return tuple(questions)
+
+
+def load_quiz(chapter: int, lang: str = DEFAULT_LANG) -> list[Question]:
+    return list(_load_quiz(chapter, lang))
+
+
+def check_answer(question: Question, choice: int | None) -> bool:
+    return choice is not None and int(choice) == question.answer
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, full + "."))
+        else:
+            flat[full] = str(value)
+    return flat
+
+
+@lru_cache(maxsize=8)
+def _ui_table(lang: str) -> tuple[tuple[str, str], ...]:
+    path = LESSONS_DIR / _check_lang(lang) / "ui.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise LessonError(f"no UI string table {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LessonError(f"{path}: {exc}") from exc
+    return tuple(_flatten(data).items())
+
+
+def ui_strings(lang: str = DEFAULT_LANG) -> dict[str, str]:
+    """All UI strings of a language as a flat {dotted.key: template} dict (a fresh copy)."""
+    return dict(_ui_table(normalize_lang(lang)))
+
+
+def placeholders(template: str) -> set[str]:
+    """Names of the ``str.format`` fields in a template ('{ms:.0f}' -> 'ms')."""
+    names = set()
+    for _, name, _, _ in string.Formatter().parse(template):
+        if name is not None:
+            names.add(name.split(".")[0].split("[")[0])
+    return names
+
+
+class _KeepMissing(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+@lru_cache(maxsize=8)
+def _ui_lookup(lang: str) -> dict[str, str]:
+    return dict(_ui_table(lang))
+
+
+def t(key: str, lang: str | None = DEFAULT_LANG, **kwargs: Any) -> str:
+    """Translate a UI key; a missing key comes back as the key itself, so it shows on screen."""
+    template = _ui_lookup(normalize_lang(lang)).get(key)
+    if template is None:
+        return key
+    if not kwargs and not placeholders(template):
+        return template
+    try:
+        return template.format_map(_KeepMissing(kwargs))
+    except (ValueError, IndexError, KeyError, TypeError):
+        return template
+
+
+class QuizProgress:
+    """Answers given in one session, per chapter; plain data, so it serialises to JSON."""
+
+    def __init__(self, data: dict[str, dict[str, dict[str, Any]]] | None = None) -> None:
+        self._answers: dict[str, dict[str, dict[str, Any]]] = {}
+        for chapter, answers in (data or {}).items():
+            self._answers[str(int(chapter))] = {
+                str(qid): {"choice": int(a["choice"]), "correct": bool(a["correct"])}
+                for qid, a in answers.items()
+            }
+
+    def record(self, chapter: int, question_id: str, choice: int, correct: bool) -> None:
+        self._answers.setdefault(str(int(chapter)), {})[str(question_id)] = {
+            "choice": int(choice),
+            "correct": bool(correct),
+        }
+
+    def answer(self, question: Question, choice: int) -> bool:
+        """Check a choice against the question, record it, and say whether it was right."""
+        ok = check_answer(question, choice)
+        self.record(question.chapter, question.id, choice, ok)
+        return ok
+
+    def choice(self, chapter: int, question_id: str) -> int | None:
+        entry = self._answers.get(str(int(chapter)), {}).get(str(question_id))
+        return None if entry is None else entry["choice"]
+
+    def answered(self, chapter: int) -> int:
+        return len(self._answers.get(str(int(chapter)), {}))
+
+    def correct(self, chapter: int) -> int:
+        return sum(1 for a in self._answers.get(str(int(chapter)), {}).values() if a["correct"])
+
+    def done(self, chapter: int, total: int) -> bool:
+        return self.answered(chapter) >= total > 0
+
+    def reset(self, chapter: int | None = None) -> None:
+        if chapter is None:
+            self._answers.clear()
+        else:
+            self._answers.pop(str(int(chapter)), None)
+
+    def to_dict(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return {ch: {qid: dict(a) for qid, a in answers.items()} for ch, answers in self._answers.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, dict[str, dict[str, Any]]] | None) -> QuizProgress:
+        return cls(data)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, QuizProgress) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"QuizProgress({self.to_dict()!r})"
