@@ -1,0 +1,1 @@
+../../classifier/1/model.py

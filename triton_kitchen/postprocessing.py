@@ -1,0 +1,29 @@
+"""Logits -> probabilities and top-k labels (numpy only: the Python backend models import this too)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+LABELS_FILE = Path(__file__).resolve().parent.parent / "model_repository" / "classifier" / "labels.txt"
+
+
+@lru_cache(maxsize=4)
+def load_labels(path: str | Path = LABELS_FILE) -> tuple[str, ...]:
+    """The 1000 ImageNet class names, in class-id order."""
+    return tuple(Path(path).read_text(encoding="utf-8").splitlines())
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, numerically stable, FP32."""
+    z = logits.astype(np.float32) - logits.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def top_k(probs: np.ndarray, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and scores of the k largest entries along the last axis, best first."""
+    idx = np.argsort(-probs, axis=-1, kind="stable")[..., :k]
+    return idx, np.take_along_axis(probs, idx, axis=-1)

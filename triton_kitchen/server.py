@@ -1,0 +1,337 @@
+"""The real Triton server: the embedded ``tritonserver`` binary from the nvidia-pytriton wheel, or a remote URL.
+
+The embedded server runs on ``model_repository/`` in explicit model-control mode with every model loaded
+at start, binds 127.0.0.1, restricts its repository and trace APIs to a key only the app holds, and
+writes Triton traces to a file the app can read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
+DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
+RESTRICTED_HEADER = "triton-kitchen-key"
+RESTRICTED_CATEGORIES = "model-repository,trace"
+
+
+class ServerStartError(RuntimeError):
+    """The embedded server did not become ready; the message quotes the tail of its log."""
+
+
+def cache_root() -> Path:
+    """Writable folder for the server copy, logs and traces (``TRITON_KITCHEN_CACHE`` overrides)."""
+    root = os.environ.get("TRITON_KITCHEN_CACHE") or Path.home() / ".cache" / "triton-kitchen"
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _wheel_paths() -> tuple[Path, Path]:
+    import pytriton
+
+    pkg = Path(pytriton.__file__).resolve().parent
+    return pkg / "tritonserver", pkg.parent / "nvidia_pytriton.libs"
+
+
+def prepare_server_dir() -> Path:
+    """Copy the wheel's tritonserver tree to the cache once and install the stub for this Python."""
+    from importlib.metadata import version
+
+    src, _ = _wheel_paths()
+    pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    dest = cache_root() / f"tritonserver-{version('nvidia-pytriton')}-py{pyver}"
+    stub = dest / "backends" / "python" / "triton_python_backend_stub"
+    if stub.exists():
+        return dest
+    tmp = Path(tempfile.mkdtemp(dir=cache_root(), prefix=".server-"))
+    shutil.copytree(src / "bin", tmp / "bin")
+    shutil.copytree(src / "backends", tmp / "backends")
+    shutil.copytree(src / "caches", tmp / "caches")
+    stub_src = src / "python_backend_stubs" / pyver / "triton_python_backend_stub"
+    if not stub_src.exists():
+        raise ServerStartError(f"nvidia-pytriton ships no Python backend stub for Python {pyver}")
+    shutil.copy2(stub_src, tmp / "backends" / "python" / "triton_python_backend_stub")
+    try:
+        tmp.rename(dest)
+    except OSError:  # another process won the race
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def server_environment() -> dict[str, str]:
+    """Environment for tritonserver and its Python stubs: wheel libraries, libpython, our packages."""
+    _, libs = _wheel_paths()
+    env = dict(os.environ)
+    lib_dirs = [str(libs), sysconfig.get_config_var("LIBDIR") or ""]
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([d for d in lib_dirs if d] + [env.get("LD_LIBRARY_PATH", "")])
+    site_dirs = [p for p in sys.path if p.endswith("site-packages")]
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *site_dirs, env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def probe_kserve(http_url: str, timeout: float = 1.0) -> bool:
+    """True when a KServe-v2 server answers ``/v2/health/ready`` at ``http_url`` (host:port)."""
+    url = http_url if "://" in http_url else f"http://{http_url}"
+    try:
+        with urllib.request.urlopen(f"{url}/v2/health/ready", timeout=timeout) as resp:
+            return resp.status == 200
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
+
+
+@dataclass
+class Endpoint:
+    """Where a Triton server answers: ``host:port`` for HTTP and gRPC, plus how we got there."""
+
+    http_url: str
+    grpc_url: str
+    embedded: bool = False
+    metrics_url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> Endpoint | None:
+        """A remote server from ``TRITON_HTTP_URL`` / ``TRITON_GRPC_URL``, or None when neither is set."""
+        http = os.environ.get("TRITON_HTTP_URL", "").strip()
+        grpc = os.environ.get("TRITON_GRPC_URL", "").strip()
+        if not http and not grpc:
+            return None
+        http = _strip_scheme(http) if http else _swap_port(grpc, 8000)
+        grpc = _strip_scheme(grpc) if grpc else _swap_port(http, 8001)
+        return cls(http_url=http, grpc_url=grpc, embedded=False)
+
+
+def _strip_scheme(url: str) -> str:
+    return url.split("://", 1)[-1].rstrip("/")
+
+
+def _swap_port(url: str, port: int) -> str:
+    host = _strip_scheme(url).rsplit(":", 1)[0]
+    return f"{host}:{port}"
+
+
+class EmbeddedServer:
+    """The real tritonserver binary on a model repository, as a child process group we own."""
+
+    def __init__(
+        self,
+        repo: Path | str = DEFAULT_REPOSITORY,
+        http_port: int = DEFAULT_PORTS["http"],
+        grpc_port: int = DEFAULT_PORTS["grpc"],
+        metrics_port: int = DEFAULT_PORTS["metrics"],
+        load_models: str | list[str] | None = "*",
+        extra_args: tuple[str, ...] | list[str] = (),
+        host: str = "127.0.0.1",
+        grace: float = 5.0,
+        build_models: bool = True,
+    ) -> None:
+        self.repo = Path(repo).resolve()
+        self.host = host
+        self.requested_ports = {"http": http_port, "grpc": grpc_port, "metrics": metrics_port}
+        self.ports: dict[str, int] = {}
+        self.port_notes: list[str] = []
+        self.load_models = load_models
+        self.extra_args = list(extra_args)
+        self.grace = grace
+        self.build_models = build_models
+        self.key = secrets.token_hex(16)
+        self.run_dir = Path(tempfile.mkdtemp(dir=cache_root(), prefix="run-"))
+        self.log_file = self.run_dir / "tritonserver.log"
+        self.trace_file = self.run_dir / "trace.json"
+        self._proc: subprocess.Popen | None = None
+        self.startup_seconds: float | None = None
+
+    # -- addresses -------------------------------------------------------------------------
+    @property
+    def http_url(self) -> str:
+        return f"{self.host}:{self.ports['http']}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self.host}:{self.ports['grpc']}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.host}:{self.ports['metrics']}"
+
+    @property
+    def repo_key(self) -> dict[str, str]:
+        """Headers that unlock the restricted repository and trace APIs (pass as ``headers=``)."""
+        return {RESTRICTED_HEADER: self.key}
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.http_url, self.grpc_url, True, self.metrics_url, self.repo_key)
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the supervisor; tritonserver is its child."""
+        return self._proc.pid if self._proc else None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _choose_ports(self) -> None:
+        self.ports, self.port_notes = {}, []
+        taken: set[int] = set()
+        for name, wanted in self.requested_ports.items():
+            port = wanted
+            if not wanted or wanted in taken or not port_is_free(wanted, self.host):
+                port = free_port(self.host)
+                while port in taken:
+                    port = free_port(self.host)
+                if wanted:
+                    self.port_notes.append(f"port {wanted} ({name}) is taken; using {port}")
+            taken.add(port)
+            self.ports[name] = port
+
+    def command(self) -> list[str]:
+        server_dir = prepare_server_dir()
+        cmd = [
+            str(server_dir / "bin" / "tritonserver"),
+            f"--model-repository={self.repo}",
+            f"--backend-directory={server_dir / 'backends'}",
+            f"--cache-directory={server_dir / 'caches'}",
+            "--model-control-mode=explicit",
+            f"--http-address={self.host}",
+            f"--grpc-address={self.host}",
+            f"--metrics-address={self.host}",
+            f"--http-port={self.ports['http']}",
+            f"--grpc-port={self.ports['grpc']}",
+            f"--metrics-port={self.ports['metrics']}",
+            f"--http-restricted-api={RESTRICTED_CATEGORIES}:{RESTRICTED_HEADER}={self.key}",
+            f"--grpc-restricted-protocol={RESTRICTED_CATEGORIES}:{RESTRICTED_HEADER}={self.key}",
+            "--allow-gpu-metrics=false",
+            "--strict-readiness=true",
+            "--exit-timeout-secs=3",
+            f"--trace-config=triton,file={self.trace_file}",
+            "--trace-config=level=OFF",
+            "--trace-config=rate=1",
+            "--trace-config=log_frequency=1",
+        ]
+        if self.load_models == "*":
+            cmd.append("--load-model=*")
+        elif self.load_models:
+            cmd += [f"--load-model={m}" for m in self.load_models]
+        return cmd + self.extra_args
+
+    def start(self, timeout: float = 60.0) -> Endpoint:
+        """Start the server and wait until it is ready; raise ServerStartError with the log tail if not."""
+        if self.running:
+            return self.endpoint
+        t0 = time.monotonic()
+        if self.build_models:
+            from triton_kitchen.models.build import ensure_onnx
+
+            ensure_onnx(self.repo)
+        self._choose_ports()
+        cmd = self.command()
+        self.log_file.write_bytes(b"")
+        self._proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "triton_kitchen._supervise",
+                str(self.log_file),
+                str(self.grace),
+                "--",
+                *cmd,
+            ],
+            stdin=subprocess.PIPE,
+            env=server_environment(),
+            cwd=str(self.run_dir),
+        )
+        deadline = t0 + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                self._proc = None
+                raise self._failure("tritonserver exited during start-up:")
+            if probe_kserve(self.http_url, timeout=0.5):
+                self.startup_seconds = time.monotonic() - t0
+                return self.endpoint
+            time.sleep(0.1)
+        self.stop()
+        raise self._failure(f"tritonserver was not ready after {timeout:.0f} s:")
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        """Stop tritonserver and its Python stubs: terminate, then kill after the grace period."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None and proc.stdin:
+            try:
+                proc.stdin.close()  # the supervisor sees EOF and stops the process group
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=self.grace + 5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def restart(self, timeout: float = 60.0) -> Endpoint:
+        self.stop()
+        return self.start(timeout)
+
+    def log_errors(self, limit: int = 10) -> str:
+        """Triton's error lines (``E...``) from the log, the reasons a start or a load failed."""
+        try:
+            text = self.log_file.read_text(errors="replace")
+        except OSError:
+            return ""
+        errors = [
+            line for line in text.splitlines() if re.match(r"E\d{4} ", line) and "CudaDriver" not in line
+        ]
+        return "\n".join(line[:600] for line in errors[-limit:])
+
+    def _failure(self, headline: str) -> ServerStartError:
+        return ServerStartError(f"{headline}\n{self.log_errors()}\n--- log tail ---\n{self.log_tail(15)}")
+
+    def log_tail(self, lines: int = 50) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> EmbeddedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
