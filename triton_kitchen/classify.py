@@ -1,0 +1,81 @@
+"""Classify an encoded image through an ensemble of the repository, and time it."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from tritonclient.utils import InferenceServerException
+
+from triton_kitchen.clients import client_for
+from triton_kitchen.server import Endpoint
+
+CLASSIFY_MODELS = ("image_classifier", "tta_ensemble", "cascade_ensemble", "cascade_bls")
+
+
+@dataclass
+class Classification:
+    """Top-5 labels and scores, which protocol carried them and the measured round trip."""
+
+    labels: list[str]
+    scores: list[float]
+    model: str
+    protocol: str
+    ms: float
+    stage_used: int | None = None
+
+
+class ClassifyError(RuntimeError):
+    """Triton refused the request; ``code`` is a key for the UI's message table."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def classify(
+    endpoint: Endpoint,
+    image: bytes,
+    model: str = "image_classifier",
+    protocol: str = "grpc",
+    timeout_s: float = 30.0,
+) -> Classification:
+    """Send the encoded image as ``image_bytes`` (BYTES [1, 1]) and read back the top-5."""
+    client, lib = client_for(protocol, endpoint)
+    tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[image]], dtype=object))
+    kwargs = {"client_timeout": timeout_s} if protocol == "grpc" else {}
+    t0 = time.perf_counter()
+    try:
+        result = client.infer(model, [tensor], **kwargs)
+    except InferenceServerException as exc:
+        raise ClassifyError(error_code(exc), exc.message() or str(exc)) from exc
+    ms = (time.perf_counter() - t0) * 1000
+    labels = [b.decode() if isinstance(b, bytes) else str(b) for b in result.as_numpy("top5_labels")[0]]
+    scores = [float(s) for s in result.as_numpy("top5_scores")[0]]
+    stage = result.as_numpy("stage_used")
+    return Classification(labels, scores, model, protocol, ms, int(stage.reshape(-1)[0]) if stage is not None else None)
+
+
+def error_code(exc: InferenceServerException) -> str:
+    """Map Triton's error text to a short key the UI translates (the original text is shown too)."""
+    text = (exc.message() or str(exc)).lower()
+    found = re.search(r"preprocess: (\w+):", text)
+    if found:  # the preprocess model reports ImageError as "preprocess: <code>: <detail>"
+        return found.group(1)
+    if "unexpected inference input" in text or "unexpected inference output" in text:
+        return "wrong_tensor_name"
+    if "datatype" in text or "data type" in text:
+        return "wrong_dtype"
+    if "shape" in text or "dims" in text or "byte size" in text:
+        return "wrong_shape"
+    if "not ready" in text or "unavailable" in text or "unknown model" in text or "is not found" in text:
+        return "model_not_ready"
+    if "deadline" in text or "timed out" in text or "timeout" in text:
+        return "timeout"
+    if "connect" in text or "unavailable" in text or "failed to" in text:
+        return "server_unreachable"
+    return "server_error"
