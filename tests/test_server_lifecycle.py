@@ -1,0 +1,141 @@
+"""The embedded server's lifecycle: start, stop, ports, restricted API, no orphaned processes."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from triton_kitchen.server import REPO_ROOT, EmbeddedServer, Endpoint, ServerStartError, probe_kserve
+
+TINY_MODELS = ("hflip",)
+
+
+@pytest.fixture()
+def tiny_repo(tmp_path: Path) -> Path:
+    """A one-model copy of the repository: quick to start."""
+    repo = tmp_path / "repo"
+    for name in TINY_MODELS:
+        shutil.copytree(REPO_ROOT / "model_repository" / name, repo / name)
+    return repo
+
+
+def server_processes(root_pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(root_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.1)
+    return alive
+
+
+def test_start_stop_leaves_no_process(tiny_repo):
+    srv = EmbeddedServer(tiny_repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
+    srv.start(timeout=60)
+    children = server_processes(srv.pid)
+    names = " ".join(p.name() for p in children)
+    assert "tritonserver" in names and "triton_python_backend_stub" in names, names
+    assert probe_kserve(srv.http_url)
+    srv.stop()
+    assert wait_gone([p.pid for p in children], 10) == []
+    assert not probe_kserve(srv.http_url)
+
+
+def test_parent_killed_takes_server_down(tiny_repo, tmp_path):
+    """kill -9 of the app process must not leave tritonserver or its stubs behind."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys, time, psutil
+            sys.path.insert(0, {str(REPO_ROOT)!r})
+            from triton_kitchen.server import EmbeddedServer
+            srv = EmbeddedServer({str(tiny_repo)!r}, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
+            srv.start(timeout=60)
+            pids = [p.pid for p in psutil.Process(srv.pid).children(recursive=True)] + [srv.pid]
+            print(" ".join(map(str, pids)), flush=True)
+            time.sleep(600)
+            """
+        )
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = parent.stdout.readline()
+        pids = [int(p) for p in line.split()]
+        assert len(pids) >= 3, line
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(5)
+        assert wait_gone(pids, 15) == [], "processes outlived their parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def test_taken_port_is_replaced_and_reported(tiny_repo):
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        taken = blocker.getsockname()[1]
+        srv = EmbeddedServer(tiny_repo, http_port=taken, grpc_port=0, metrics_port=0, build_models=False)
+        with srv:
+            assert srv.ports["http"] != taken
+            assert any(str(taken) in note for note in srv.port_notes)
+            assert probe_kserve(srv.http_url)
+
+
+def test_failed_start_quotes_the_log(tmp_path):
+    repo = tmp_path / "broken"
+    (repo / "bad" / "1").mkdir(parents=True)
+    (repo / "bad" / "config.pbtxt").write_text('name: "bad"\nbackend: "python"\nthis is not protobuf\n')
+    srv = EmbeddedServer(repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
+    with pytest.raises(ServerStartError) as err:
+        srv.start(timeout=60)
+    assert "bad" in str(err.value)
+    assert srv.pid is None
+
+
+def test_repository_api_needs_the_key(server):
+    client = httpclient.InferenceServerClient(server.http_url)
+    with pytest.raises(InferenceServerException) as err:
+        client.unload_model("hflip")
+    assert "restricted" in str(err.value).lower()
+    assert client.is_model_ready("hflip")
+    index = client.get_model_repository_index(headers=server.repo_key)
+    assert {m["name"] for m in index} >= {"image_classifier", "ensemble_pipeline", "streamer"}
+
+
+def test_binds_loopback_only(server):
+    assert server.http_url.startswith("127.0.0.1:")
+    conns = [c for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN]
+    ours = {server.ports["http"], server.ports["grpc"], server.ports["metrics"]}
+    addrs = {ipaddress.ip_address(c.laddr.ip) for c in conns if c.laddr.port in ours}
+    assert addrs, "no listening socket found"
+    # gRPC listens on the IPv4-mapped form (::ffff:127.0.0.1): still loopback only
+    assert all((getattr(a, "ipv4_mapped", None) or a).is_loopback for a in addrs), addrs
+
+
+def test_remote_endpoint_from_env(monkeypatch):
+    monkeypatch.setenv("TRITON_HTTP_URL", "http://gpu-box:8000/")
+    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
+    ep = Endpoint.from_env()
+    assert (ep.http_url, ep.grpc_url, ep.embedded) == ("gpu-box:8000", "gpu-box:8001", False)
+    monkeypatch.delenv("TRITON_HTTP_URL")
+    assert Endpoint.from_env() is None
