@@ -25,7 +25,7 @@ def _call(model, inputs, output):
 class TritonPythonModel:
     def initialize(self, args):
         params = json.loads(args["model_config"]).get("parameters", {})
-        self.threshold = float(params.get("confidence_threshold", {}).get("string_value", "0.5"))
+        self.threshold = float(params.get("confidence_threshold", {}).get("string_value", "0.9"))
 
     def execute(self, requests):
         responses = []
