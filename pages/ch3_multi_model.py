@@ -1,0 +1,5 @@
+"""Chapter 3."""
+
+from ui.lesson import render_lesson
+
+render_lesson(3)

@@ -1,0 +1,1 @@
+"""Streamlit helpers the pages share: state (language, server, model), sidebar, image picker, lessons."""
