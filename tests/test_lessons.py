@@ -1,0 +1,352 @@
+"""Lesson text, quiz banks and UI strings: both languages agree, and the text teaches Triton correctly."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from triton_kitchen import lessons as L
+
+LESSONS = L.LESSONS_DIR
+SEED = Path(
+    os.environ.get("TRITON_KITCHEN_SEED", "/work/shared/seed/triton-ensemble-http-grpc-tutorial.zh.txt")
+)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+LIVE_KEYS = {
+    1: "repository_browser",
+    2: "ensemble_editor",
+    3: "patterns",
+    4: "http_request",
+    5: "grpc_message",
+    6: "protocol_guide",
+    7: "python_demo",
+    8: "mistakes",
+}
+# The brief's list, under the names the app's code uses (ui/, pages/, triton_kitchen.imaging codes).
+REQUIRED_UI_KEYS = [
+    *(f"page.ch{n}" for n in range(1, 9)),
+    "page.lab_protocols", "page.lab_batching", "page.lab_flow",
+    "nav.lessons", "nav.labs",
+    "sidebar.server", "sidebar.mode_embedded", "sidebar.mode_remote", "sidebar.http_url", "sidebar.status_up",
+    "sidebar.status_down", "sidebar.triton_version", "sidebar.models", "sidebar.ready", "sidebar.unavailable",
+    "sidebar.restart", "sidebar.language", "sidebar.log",
+    "image.sample", "image.upload", "image.camera", "classify.button", "classify.took",
+    "quiz.check", "quiz.correct", "quiz.wrong", "quiz.progress",
+    # plain-language errors: not an image, empty, truncated, image too large, upload too large, ...
+    "error.not_an_image", "error.empty", "error.truncated", "error.image_too_large", "error.too_large",
+    "error.upload_too_large", "error.server_unreachable", "error.server_starting", "error.model_not_ready",
+    "error.wrong_tensor_name", "error.wrong_dtype", "error.wrong_shape", "error.bad_config",
+    "error.config_syntax", "error.config_invalid", "error.timeout", "error.benchmark_stopped",
+]
+
+
+def lesson_files(lang: str) -> list[str]:
+    return sorted(p.name for p in (LESSONS / lang).glob("*.md"))
+
+
+def quiz_files(lang: str) -> list[str]:
+    return sorted(p.name for p in (LESSONS / lang / "quiz").glob("*.toml"))
+
+
+# --- both languages have the same shape -------------------------------------------------
+
+
+def test_same_lesson_files_in_both_languages():
+    zh, en = lesson_files("zh"), lesson_files("en")
+    assert zh == en
+    assert [name[:2] for name in zh] == [f"{n:02d}" for n in range(1, 9)]
+    assert zh[-1] == "08-mistakes-and-interview.md"
+    assert quiz_files("zh") == quiz_files("en") == [f"{n:02d}.toml" for n in range(1, 9)]
+
+
+@pytest.mark.parametrize("chapter", L.CHAPTERS)
+def test_front_matter_agrees(chapter):
+    metas = {}
+    for lang in L.LANGS:
+        meta, _ = L.parse_front_matter(L.lesson_path(chapter, lang).read_text(encoding="utf-8"))
+        metas[lang] = meta
+        assert set(meta) == set(L.FRONT_MATTER_KEYS), (lang, meta)
+        assert int(meta["chapter"]) == chapter
+        assert "\n" not in meta["summary"] and meta["summary"].strip()
+    assert metas["zh"]["live"] == metas["en"]["live"] == LIVE_KEYS[chapter]
+
+
+@pytest.mark.parametrize("chapter", L.CHAPTERS)
+def test_lessons_load_with_sections_and_enough_text(chapter):
+    zh, en = L.load_lesson(chapter, "zh"), L.load_lesson(chapter, "en")
+    for lesson in (zh, en):
+        assert isinstance(lesson, L.Lesson)
+        assert lesson.chapter == chapter and lesson.title and lesson.summary
+        assert len(lesson.body) >= 400
+        assert lesson.sections and all(text.strip() for text in lesson.sections.values())
+        assert "<!-- section" not in "".join(lesson.sections.values())
+        assert "\n---\n" not in lesson.body[:5], "front matter leaked into the body"
+    assert list(zh.sections) == list(en.sections), "pages place live elements by section key"
+    words = len(en.body.split())
+    assert 400 <= words <= 900, f"English lesson {chapter} has {words} words"
+    cjk = len(CJK.findall(zh.body))
+    assert cjk >= 500, f"Chinese lesson {chapter} has only {cjk} Chinese characters"
+
+
+def test_list_lessons_in_order():
+    for lang in L.LANGS:
+        lessons = L.list_lessons(lang)
+        assert [lesson.chapter for lesson in lessons] == list(L.CHAPTERS)
+        assert all(lesson.lang == lang for lesson in lessons)
+
+
+# --- quiz banks -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chapter", L.CHAPTERS)
+def test_quiz_banks_agree_and_are_valid(chapter):
+    zh, en = L.load_quiz(chapter, "zh"), L.load_quiz(chapter, "en")
+    assert len(zh) >= 6
+    assert [q.id for q in zh] == [q.id for q in en]
+    assert len({q.id for q in zh}) == len(zh)
+    for qz, qe in zip(zh, en, strict=True):
+        assert qz.answer == qe.answer, f"{qz.id}: the answer index differs between languages"
+        assert len(qz.choices) == len(qe.choices)
+    for q in zh + en:
+        assert q.chapter == chapter
+        assert q.prompt.strip()
+        assert len(q.choices) >= 2 and len(set(q.choices)) == len(q.choices), q.id
+        assert 0 <= q.answer < len(q.choices), q.id
+        assert len(q.explanation.strip()) >= 30, f"{q.id} needs an explanation"
+        assert L.check_answer(q, q.answer)
+        assert not any(L.check_answer(q, i) for i in range(len(q.choices)) if i != q.answer)
+        assert not L.check_answer(q, None)
+
+
+def test_quiz_answers_are_not_always_the_same_position():
+    answers = [q.answer for ch in L.CHAPTERS for q in L.load_quiz(ch, "en")]
+    assert len(set(answers)) >= 3
+
+
+# --- UI strings -------------------------------------------------------------------------
+
+
+def test_ui_keys_and_placeholders_agree():
+    zh, en = L.ui_strings("zh"), L.ui_strings("en")
+    assert set(zh) == set(en)
+    for key in zh:
+        assert L.placeholders(zh[key]) == L.placeholders(en[key]), key
+        assert zh[key].strip() and en[key].strip(), key
+    missing = [k for k in REQUIRED_UI_KEYS if k not in en]
+    assert not missing
+
+
+def test_ui_placeholders_format():
+    for lang in L.LANGS:
+        for key, template in L.ui_strings(lang).items():
+            values = {name: 7 for name in L.placeholders(template)}
+            text = template.format(**values)
+            assert "{" not in text and "}" not in text, (lang, key)
+            assert L.t(key, lang, **values) == text
+
+
+def test_required_placeholders():
+    en = L.ui_strings("en")
+    assert "ms" in L.placeholders(en["classify.took"])
+    assert L.placeholders(en["quiz.progress"]) == {"done", "total"}
+    assert L.placeholders(en["sidebar.triton_version"]) == {"version"}
+    assert "12.3" in L.t("classify.took", "en", ms=12.34, protocol="gRPC", model="image_classifier")
+    assert "12.3" in L.t("classify.took", "zh", ms=12.34, protocol="gRPC", model="image_classifier")
+    assert L.t("quiz.progress", "zh", done=3, total=7).count("3/7") == 1
+
+
+UI_CALL = re.compile(r"""\bt\(\s*["']([a-z0-9_]+(?:\.[a-z0-9_]+)+)["']""")
+
+
+def test_every_key_the_app_uses_exists():
+    root = LESSONS.parent
+    sources = [root / "app.py", *root.glob("ui/*.py"), *root.glob("pages/*.py")]
+    used = {m for path in sources if path.is_file() for m in UI_CALL.findall(path.read_text(encoding="utf-8"))}
+    for lang in L.LANGS:
+        missing = sorted(used - set(L.ui_strings(lang)))
+        assert not missing, (lang, missing)
+
+
+def test_every_image_error_code_has_a_message():
+    imaging = pytest.importorskip("triton_kitchen.imaging")
+    for lang in L.LANGS:
+        strings = L.ui_strings(lang)
+        assert not [code for code in imaging.ERROR_CODES if f"error.{code}" not in strings], lang
+
+
+def test_t_falls_back_visibly():
+    assert L.t("no.such.key", "zh") == "no.such.key"
+    assert L.t("no.such.key", "en", x=1) == "no.such.key"
+    # a missing argument leaves its placeholder instead of raising
+    assert "{message}" in L.t("error.config_syntax", "en", line=3)
+    assert "{ms:.1f}" in L.t("classify.took", "en")  # no arguments: the template itself, not a crash
+    assert L.t("page.ch1", "fr") == L.t("page.ch1", L.DEFAULT_LANG)
+    assert L.t("page.ch1", "en-US") == L.ui_strings("en")["page.ch1"]
+
+
+def test_ui_strings_returns_a_copy():
+    strings = L.ui_strings("en")
+    strings["page.ch1"] = "changed"
+    assert L.ui_strings("en")["page.ch1"] != "changed"
+    assert L.t("page.ch1", "en") != "changed"
+
+
+# --- the text teaches the right thing ----------------------------------------------------
+
+MAP_RE = re.compile(r'(input_map|output_map)\s*\{\s*key:\s*"([^"]+)"\s*value:\s*"([^"]+)"\s*\}')
+NAME_RE = re.compile(r'name:\s*"([^"]+)"')
+
+
+def ensemble_snippet(body: str) -> str:
+    blocks = re.findall(r"```\n(.*?)```", body, re.DOTALL)
+    found = [b for b in blocks if 'platform: "ensemble"' in b and "ensemble_scheduling" in b]
+    assert found, "chapter 2 must show an ensemble config snippet"
+    return found[0]
+
+
+@pytest.mark.parametrize("lang", L.LANGS)
+def test_chapter2_config_snippet_maps_model_tensor_to_ensemble_tensor(lang):
+    snippet = ensemble_snippet(L.load_lesson(2, lang).body)
+    head = snippet.split("ensemble_scheduling")[0]
+    ensemble_inputs = set(NAME_RE.findall(head.split("output")[0]))
+    ensemble_outputs = set(NAME_RE.findall(head.split("output", 1)[1]))
+    maps = MAP_RE.findall(snippet)
+    produced = {value for kind, _, value in maps if kind == "output_map"}
+    consumed = {value for kind, _, value in maps if kind == "input_map"}
+    assert ensemble_inputs and ensemble_outputs and maps
+    for kind, key, value in maps:
+        # the value is always an ensemble tensor ...
+        if kind == "input_map":
+            assert value in ensemble_inputs | produced, (kind, key, value)
+        else:
+            assert value in ensemble_outputs | consumed, (kind, key, value)
+        # ... and the key is the step model's own name, never an ensemble tensor
+        assert key not in ensemble_inputs | ensemble_outputs | (produced - {key}), (kind, key, value)
+    assert ensemble_outputs <= produced
+    assert all('model_version: -1' in step for step in snippet.split("model_name")[1:])
+
+
+def test_chapter2_prose_states_the_direction():
+    en = " ".join(L.load_lesson(2, "en").body.split())
+    zh = L.load_lesson(2, "zh").body
+    assert re.search(r"\*\*key\*\* = the step model's own tensor name", en)
+    assert re.search(r"\*\*value\*\* = the ensemble tensor name", en)
+    assert "**key 是该步骤模型自己的张量名**" in zh
+    assert "**value 是 ensemble 的张量名**" in zh
+    # model_version: omitted means 0, not latest
+    assert "-1" in en and "protobuf's default for an integer is 0" in en
+    assert "默认值是 0" in zh
+
+
+@pytest.mark.parametrize("lang", L.LANGS)
+def test_facts_the_course_must_get_right(lang):
+    body = {ch: L.load_lesson(ch, lang).body for ch in L.CHAPTERS}
+    assert "4.8 MB" in body[3] and "300 MB" in body[3] and "BLS" in body[3]
+    assert "binary_data=True" in body[4] and "Inference-Header-Content-Length" in body[4]
+    assert "ModelStreamInfer" in body[5] and "decoupled: true" in body[5]
+    assert "generate_stream" in body[6] and "Server-Sent Events" in body[6] and "perf_analyzer" in body[6]
+    for name in ("ensemble_pipeline", "input_image", "output_label", "localhost:8000", "localhost:8001",
+                 "np.random.rand(1, 3, 224, 224)"):
+        assert name in body[7], name
+    for marker in ("input_map", "generate_stream", "binary_data", "perf_analyzer", "BLS", "-1"):
+        assert marker in body[8], marker
+
+
+# --- written in our own words -------------------------------------------------------------
+
+
+def zh_course_text() -> str:
+    parts = [p.read_text(encoding="utf-8") for p in sorted((LESSONS / "zh").rglob("*")) if p.is_file()]
+    return "\n".join(parts)
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="seed tutorial not available")
+def test_no_seed_sentence_is_copied():
+    seed = SEED.read_text(encoding="utf-8")
+    ours = zh_course_text()
+    copied = []
+    for line in seed.splitlines():
+        # whole lines and clauses of 20+ Chinese characters
+        pieces = [line, *re.split(r"[。！？；，：、“”（）\s]", line)]
+        for piece in pieces:
+            if len(CJK.findall(piece)) >= 20 and piece in ours:
+                copied.append(piece)
+        # and any run of 20 characters that is mostly Chinese
+        for i in range(len(line) - 19):
+            window = line[i : i + 20]
+            if len(CJK.findall(window)) >= 16 and window in ours:
+                copied.append(window)
+    assert not copied, copied[:5]
+
+
+# --- loader API ---------------------------------------------------------------------------
+
+
+def test_sections_split_in_order():
+    body = "Intro text\n\n<!-- section: a -->\nAlpha\n<!-- section: b -->\nBeta\n"
+    assert L.split_sections(body) == {"intro": "Intro text\n", "a": "Alpha\n", "b": "Beta\n"}
+    assert list(L.split_sections("<!-- section: x -->\nX\n")) == ["x"]
+    with pytest.raises(L.LessonError):
+        L.split_sections("<!-- section: a -->\n1\n<!-- section: a -->\n2\n")
+
+
+def test_front_matter_parser_rejects_bad_input():
+    with pytest.raises(L.LessonError):
+        L.parse_front_matter("no front matter")
+    with pytest.raises(L.LessonError):
+        L.parse_front_matter("---\ntitle: x\n")
+    meta, body = L.parse_front_matter('---\ntitle: "Quoted: yes"\nchapter: 3\n---\nBody\n')
+    assert meta == {"title": "Quoted: yes", "chapter": "3"} and body == "Body\n"
+
+
+def test_bad_chapter_or_language():
+    with pytest.raises(L.LessonError):
+        L.load_lesson(9, "en")
+    with pytest.raises(L.LessonError):
+        L.load_lesson(1, "fr")
+    with pytest.raises(L.LessonError):
+        L.load_quiz(0, "zh")
+    assert L.normalize_lang("zh-CN") == "zh" and L.normalize_lang("EN_us") == "en"
+    assert L.normalize_lang(None) == L.DEFAULT_LANG == "zh" and L.normalize_lang("xx") == "zh"
+
+
+def test_loading_is_cached():
+    assert L.load_lesson(1, "zh") is L.load_lesson(1, "zh")
+    assert L.load_quiz(1, "en") == L.load_quiz(1, "en")
+
+
+def test_lessons_dir_is_relative_to_the_package():
+    assert L.LESSONS_DIR == Path(L.__file__).resolve().parent.parent / "lessons"
+
+
+def test_quiz_progress_records_and_serialises():
+    quiz = L.load_quiz(2, "en")
+    progress = L.QuizProgress()
+    assert progress.answered(2) == 0 and not progress.done(2, len(quiz))
+    assert progress.answer(quiz[0], quiz[0].answer) is True
+    wrong = (quiz[1].answer + 1) % len(quiz[1].choices)
+    assert progress.answer(quiz[1], wrong) is False
+    assert progress.answered(2) == 2 and progress.correct(2) == 1
+    assert progress.choice(2, quiz[1].id) == wrong and progress.choice(2, "nope") is None
+    restored = L.QuizProgress.from_dict(json.loads(json.dumps(progress.to_dict())))
+    assert restored == progress and restored.correct(2) == 1
+    for q in quiz:
+        restored.answer(q, q.answer)
+    assert restored.done(2, len(quiz)) and restored.correct(2) == len(quiz)
+    restored.reset(2)
+    assert restored.answered(2) == 0 and progress.answered(2) == 2
+    progress.reset()
+    assert progress.to_dict() == {}
+
+
+def test_lessons_module_does_not_import_streamlit():
+    code = "import sys, triton_kitchen.lessons as L; L.list_lessons('zh'); print('streamlit' in sys.modules)"
+    root = Path(L.__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
