@@ -1,0 +1,469 @@
+"""Live, bounded experiments about ensembles: every number here is measured against the server now.
+
+- :func:`chaining` — the same three steps called one by one from the client vs one ensemble call:
+  latency and the bytes that crossed the network (payload and wire bytes, via
+  :class:`~triton_kitchen.protocols.CountingProxy`), over HTTP and gRPC, in one run.
+- :func:`parallel_branches` — ``tta_ensemble``'s two branches, overlap read from the trace, next to
+  a sequential variant (the same steps one after another from the client).
+- :func:`cascade` — ``cascade_ensemble`` (both stages always run) vs ``cascade_bls`` (early exit):
+  latency, and how often stage two ran, from the statistics API's inference counts.
+- :func:`batching_queue` — the queue wait of ``classifier`` (``max_queue_delay_microseconds`` set)
+  vs ``classifier_coarse`` (no dynamic batching) in the trace, alone and in a burst.
+
+Each takes a time budget and a request cap; none runs longer than its budget plus one request.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from triton_kitchen import trace
+from triton_kitchen.clients import http_client
+from triton_kitchen.protocols import Caller, CountingProxy, image_tensor, sample_jpeg
+from triton_kitchen.server import Endpoint
+
+CHAIN_MODEL = "image_classifier"
+CHAIN_STEPS = (
+    ("preprocess", "image_bytes", "image_tensor"),
+    ("classifier", "input", "logits"),
+    ("postprocess", "logits", None),
+)
+CHAIN_OUTPUTS = ["top5_labels", "top5_scores"]
+
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+# -- ensemble vs client-side chaining ------------------------------------------------------------
+@dataclass
+class ChainRow:
+    """One way of getting the top-5 for a photo, over one protocol, measured."""
+
+    protocol: str  # "http-binary" or "grpc"
+    mode: str  # "ensemble" (one call) or "chain" (preprocess, classifier, postprocess from the client)
+    round_trips: int  # calls per answer
+    latency_ms: list[float] = field(default_factory=list)
+    payload_bytes: int = 0  # request + response bodies of one answer, as encoded
+    wire_sent: float = 0.0  # bytes client -> server per answer on the socket (steady state)
+    wire_received: float = 0.0
+    top1: str = ""
+
+    @property
+    def median_ms(self) -> float | None:
+        return _median(self.latency_ms)
+
+    @property
+    def wire_bytes(self) -> float:
+        return self.wire_sent + self.wire_received
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["median_ms"] = self.median_ms
+        d["wire_bytes"] = self.wire_bytes
+        return d
+
+
+@dataclass
+class ChainingResult:
+    rows: list[ChainRow]
+    repeats: int
+    seconds: float
+    same_answer: bool
+
+    def row(self, protocol: str, mode: str) -> ChainRow:
+        return next(r for r in self.rows if r.protocol == protocol and r.mode == mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "repeats": self.repeats,
+            "seconds": self.seconds,
+            "same_answer": self.same_answer,
+        }
+
+
+class _Chain:
+    """preprocess -> classifier -> postprocess, each a separate call from the client."""
+
+    def __init__(self, endpoint: Endpoint, protocol: str, address: str, image: bytes) -> None:
+        first = {"image_bytes": np.array([[image]], dtype=object)}
+        self.callers = [
+            Caller(endpoint, protocol, "preprocess", first, output_names=["image_tensor"], address=address),
+            Caller(endpoint, protocol, "classifier", {}, output_names=["logits"], address=address),
+            Caller(endpoint, protocol, "postprocess", {}, output_names=CHAIN_OUTPUTS, address=address),
+        ]
+
+    def call(self) -> tuple[dict[str, np.ndarray], int]:
+        pre, cls, post = self.callers
+        r1 = pre.call()
+        cls.arrays = {"input": r1.outputs["image_tensor"]}
+        r2 = cls.call()
+        post.arrays = {"logits": r2.outputs["logits"]}
+        r3 = post.call()
+        payload = sum(r.request_bytes + r.response_bytes for r in (r1, r2, r3))
+        return r3.outputs, payload
+
+    def close(self) -> None:
+        for c in self.callers:
+            c.close()
+
+
+def _top1(outputs: dict[str, np.ndarray]) -> str:
+    v = outputs["top5_labels"].reshape(-1)[0]
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def chaining(
+    endpoint: Endpoint,
+    image: bytes | None = None,
+    protocols: tuple[str, ...] = ("http-binary", "grpc"),
+    repeats: int = 5,
+    budget_s: float = 20.0,
+) -> ChainingResult:
+    """Ensemble vs client-side chaining, each protocol through its own counting proxy, interleaved.
+
+    One warm-up answer per mode and protocol opens the connections; then up to ``repeats`` rounds
+    (ensemble, then chain) while the budget lasts. Wire bytes are per answer, averaged over the rounds.
+    """
+    image = image or sample_jpeg()
+    t_start = time.monotonic()
+    deadline = t_start + budget_s
+    rows: list[ChainRow] = []
+    answers: set[str] = set()
+    done = 0
+    for protocol in protocols:
+        target = endpoint.grpc_url if protocol == "grpc" else endpoint.http_url
+        ens = ChainRow(protocol, "ensemble", 1)
+        chain = ChainRow(protocol, "chain", len(CHAIN_STEPS))
+        with CountingProxy(target) as proxy:
+            ens_caller = Caller(
+                endpoint,
+                protocol,
+                CHAIN_MODEL,
+                {"image_bytes": np.array([[image]], dtype=object)},
+                output_names=CHAIN_OUTPUTS,
+                address=proxy.address,
+            )
+            chainer = _Chain(endpoint, protocol, proxy.address, image)
+            try:
+                ens_caller.call()  # warm-up: connections open, models warm
+                chainer.call()
+                rounds = 0
+                for _ in range(repeats):
+                    if time.monotonic() > deadline and rounds:
+                        break
+                    for row, fn in ((ens, ens_caller.call), (chain, chainer.call)):
+                        time.sleep(0.01)
+                        s0, r0 = proxy.snapshot()
+                        t0 = time.perf_counter()
+                        out = fn()
+                        row.latency_ms.append((time.perf_counter() - t0) * 1000)
+                        time.sleep(0.02)  # late frames (gRPC WINDOW_UPDATE) belong to this answer
+                        s1, r1 = proxy.snapshot()
+                        row.wire_sent += s1 - s0
+                        row.wire_received += r1 - r0
+                        if isinstance(out, tuple):
+                            outputs, row.payload_bytes = out
+                        else:
+                            outputs, row.payload_bytes = out.outputs, out.request_bytes + out.response_bytes
+                        row.top1 = _top1(outputs)
+                        answers.add(row.top1)
+                    rounds += 1
+                for row in (ens, chain):
+                    row.wire_sent /= max(rounds, 1)
+                    row.wire_received /= max(rounds, 1)
+                done = max(done, rounds)
+            finally:
+                ens_caller.close()
+                chainer.close()
+        rows += [ens, chain]
+    return ChainingResult(rows, done, time.monotonic() - t_start, len(answers) == 1)
+
+
+# -- parallel branches -----------------------------------------------------------------------------
+PARALLEL_MODEL = "tta_ensemble"
+# tta_ensemble's steps (index, model, predecessor steps) as in its config.pbtxt; checked against the
+# server's config in parallel_branches().
+TTA_STEPS = ("preprocess", "classifier", "hflip", "classifier", "fuse_logits", "postprocess")
+TTA_PREDS = ((), (0,), (0,), (2,), (1, 3), (4,))
+TTA_BRANCHES = ((1,), (2, 3))
+
+
+@dataclass
+class ParallelResult:
+    ensemble_ms: list[float]  # REQUEST_START..REQUEST_END of the ensemble, from the trace
+    overlap_ms: list[float]  # time both branches were inside Triton at once (REQUEST_START..END of steps)
+    compute_overlap_ms: list[float]  # time both branches were computing at once
+    branch_ms: list[tuple[float, float]]  # each branch's own span
+    sum_of_steps_ms: list[float]  # what the same executions add up to back to back (computed from the trace)
+    sequential_ms: list[float]  # the same steps one after another from the client (measured, gRPC)
+    timelines: list[trace.RequestTimeline] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("timelines")
+        for key in ("ensemble_ms", "overlap_ms", "compute_overlap_ms", "sum_of_steps_ms", "sequential_ms"):
+            d[f"{key}_median"] = _median(d[key])
+        return d
+
+
+def ensemble_steps(endpoint: Endpoint, model: str) -> tuple[list[str], list[list[int]]]:
+    """Step models and each step's predecessor steps, from the server's config of ``model``."""
+    cfg = http_client(endpoint).get_model_config(model)
+    steps = cfg.get("ensemble_scheduling", {}).get("step", [])
+    producer: dict[str, int] = {}
+    for i, s in enumerate(steps):
+        for tensor in s.get("output_map", {}).values():
+            producer[tensor] = i
+    preds = []
+    for s in steps:
+        preds.append(sorted({producer[t] for t in s.get("input_map", {}).values() if t in producer}))
+    return [s["model_name"] for s in steps], preds
+
+
+def _spans(tl: trace.RequestTimeline, steps: tuple[int, ...], a: str, b: str) -> list[tuple[int, int]]:
+    out = []
+    for i in steps:
+        for ex in tl.by_step().get(i, []):
+            if a in ex.timestamps and b in ex.timestamps:
+                out.append((ex.timestamps[a], ex.timestamps[b]))
+    return out
+
+
+def branch_overlap(tl: trace.RequestTimeline, branches=TTA_BRANCHES) -> tuple[float, float]:
+    """(ms both branches were in flight at once, ms both were computing at once)."""
+    a, b = branches
+    inflight = trace.overlap_ns(
+        _spans(tl, a, trace.REQUEST_START, trace.REQUEST_END),
+        _spans(tl, b, trace.REQUEST_START, trace.REQUEST_END),
+    )
+    compute = trace.overlap_ns(
+        _spans(tl, a, trace.COMPUTE_START, trace.COMPUTE_END),
+        _spans(tl, b, trace.COMPUTE_START, trace.COMPUTE_END),
+    )
+    return inflight / 1e6, compute / 1e6
+
+
+def traced_call(endpoint: Endpoint, model: str, arrays: dict[str, np.ndarray], protocol: str = "grpc"):
+    """One request over ``protocol`` with its trace (embedded server only): (CallResult, timeline)."""
+    caller = Caller(endpoint, protocol, model, arrays)
+    try:
+        caller.call()  # connection opened outside the traced window
+        hc = http_client(endpoint)
+        result, tl = trace.capture(hc, model, caller.call, headers=endpoint.headers, local=endpoint.embedded)
+    finally:
+        caller.close()
+    tl.protocol = "grpc" if protocol == "grpc" else "http"
+    tl.request_bytes, tl.response_bytes = result.request_bytes, result.response_bytes
+    return result, tl
+
+
+def parallel_branches(
+    endpoint: Endpoint, image: bytes | None = None, repeats: int = 3, budget_s: float = 20.0
+) -> ParallelResult:
+    """tta_ensemble traced ``repeats`` times, and its steps run one after another from the client."""
+    image = image or sample_jpeg()
+    models, preds = ensemble_steps(endpoint, PARALLEL_MODEL)
+    if tuple(models) != TTA_STEPS or tuple(tuple(p) for p in preds) != TTA_PREDS:
+        raise ValueError(f"{PARALLEL_MODEL} no longer has the steps this experiment knows: {models}")
+    res = ParallelResult([], [], [], [], [], [])
+    deadline = time.monotonic() + budget_s
+    arrays = {"image_bytes": np.array([[image]], dtype=object)}
+    seq = {m: Caller(endpoint, "grpc", m, {}) for m in set(models)}
+    try:
+        for _ in range(repeats):
+            _, tl = traced_call(endpoint, PARALLEL_MODEL, arrays)
+            trace.assign_steps(tl, models, preds)
+            res.timelines.append(tl)
+            res.ensemble_ms.append(tl.server_ms)
+            inflight, compute = branch_overlap(tl)
+            res.overlap_ms.append(inflight)
+            res.compute_overlap_ms.append(compute)
+            spans = [_spans(tl, br, trace.REQUEST_START, trace.REQUEST_END) for br in TTA_BRANCHES]
+            res.branch_ms.append(tuple((max(e for _, e in s) - min(b for b, _ in s)) / 1e6 for s in spans))
+            res.sum_of_steps_ms.append(sum((s.end_ns - s.start_ns) for s in tl.steps) / 1e6)
+            res.sequential_ms.append(_sequential_tta(seq, image))
+            if time.monotonic() > deadline:
+                break
+    finally:
+        for c in seq.values():
+            c.close()
+    return res
+
+
+def _sequential_tta(callers: dict[str, Caller], image: bytes) -> float:
+    """tta_ensemble's six steps, strictly one after another (the tutorial's "array order"), from the client."""
+    if not getattr(callers["preprocess"], "_warm", False):
+        callers["preprocess"].arrays = {"image_bytes": np.array([[image]], dtype=object)}
+        callers["preprocess"].call()
+        callers["preprocess"]._warm = True
+    t0 = time.perf_counter()
+    callers["preprocess"].arrays = {"image_bytes": np.array([[image]], dtype=object)}
+    x = callers["preprocess"].call().outputs["image_tensor"]
+    callers["classifier"].arrays = {"input": x}
+    a = callers["classifier"].call().outputs["logits"]
+    callers["hflip"].arrays = {"image": x}
+    m = callers["hflip"].call().outputs["mirrored"]
+    callers["classifier"].arrays = {"input": m}
+    b = callers["classifier"].call().outputs["logits"]
+    callers["fuse_logits"].arrays = {"logits_a": a, "logits_b": b}
+    f = callers["fuse_logits"].call().outputs["logits"]
+    callers["postprocess"].arrays = {"logits": f}
+    callers["postprocess"].call()
+    return (time.perf_counter() - t0) * 1000
+
+
+# -- cascade: ensemble vs BLS ----------------------------------------------------------------------
+@dataclass
+class CascadeRow:
+    model: str
+    requests: int
+    latency_ms: list[float]
+    fine_runs: int  # classifier (stage two) inference count delta, statistics API
+    coarse_runs: int  # classifier_coarse inference count delta
+    stage_used: dict[str, int]  # answer taken from stage 1 or 2 -> requests
+    top1: dict[str, str]  # photo -> top-1 label
+
+    @property
+    def median_ms(self) -> float | None:
+        return _median(self.latency_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["median_ms"] = self.median_ms
+        return d
+
+
+def cascade(
+    endpoint: Endpoint,
+    images: dict[str, bytes],
+    repeats: int = 2,
+    protocol: str = "grpc",
+    budget_s: float = 20.0,
+) -> list[CascadeRow]:
+    """Each photo ``repeats`` times through cascade_ensemble, then through cascade_bls.
+
+    Stage-two runs are the statistics API's ``classifier`` success-count delta over each batch of
+    requests: exact if nothing else uses the classifier meanwhile (other users' requests would add to it).
+    """
+    hc = http_client(endpoint)
+    rows = []
+    deadline = time.monotonic() + budget_s
+    for model in ("cascade_ensemble", "cascade_bls"):
+        callers = {
+            name: Caller(endpoint, protocol, model, {"image_bytes": np.array([[img]], dtype=object)})
+            for name, img in images.items()
+        }
+        try:
+            for c in callers.values():
+                c.call()  # warm-up, before the counters are read
+            before = trace.model_statistics(hc, ["classifier", "classifier_coarse"])
+            lat, stages, top1 = [], {"1": 0, "2": 0}, {}
+            for _ in range(repeats):
+                for name, c in callers.items():
+                    r = c.call()
+                    lat.append(r.latency_ms)
+                    stage = str(int(r.outputs["stage_used"].reshape(-1)[0]))
+                    stages[stage] = stages.get(stage, 0) + 1
+                    top1[name] = _top1(r.outputs)
+                if time.monotonic() > deadline:
+                    break
+            after = trace.model_statistics(hc, ["classifier", "classifier_coarse"])
+        finally:
+            for c in callers.values():
+                c.close()
+        rows.append(
+            CascadeRow(
+                model,
+                len(lat),
+                lat,
+                after["classifier"]["count"] - before["classifier"]["count"],
+                after["classifier_coarse"]["count"] - before["classifier_coarse"]["count"],
+                stages,
+                top1,
+            )
+        )
+    return rows
+
+
+# -- dynamic batching queue wait ------------------------------------------------------------------
+@dataclass
+class QueueResult:
+    model: str
+    max_queue_delay_us: int | None
+    alone_queue_ms: list[float]  # one request at a time: QUEUE_START..COMPUTE_START
+    burst_queue_ms: list[float]  # ``burst`` requests sent at once
+    burst_batches: int  # distinct COMPUTE_START instants in the burst = executions (batches)
+    burst: int
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["alone_queue_ms_median"] = _median(self.alone_queue_ms)
+        return d
+
+
+def _queue_ms(tl: trace.RequestTimeline) -> float:
+    ts = tl.root.timestamps
+    return (ts[trace.COMPUTE_START] - ts[trace.QUEUE_START]) / 1e6
+
+
+def batching_queue(
+    endpoint: Endpoint, image: bytes | None = None, repeats: int = 3, burst: int = 4
+) -> list[QueueResult]:
+    """Traced direct calls to ``classifier`` (dynamic batching, max_queue_delay set) and ``classifier_coarse`` (none)."""
+    x = image_tensor(image or sample_jpeg())
+    hc = http_client(endpoint)
+    out = []
+    for model in ("classifier", "classifier_coarse"):
+        cfg = hc.get_model_config(model)
+        delay = (
+            cfg.get("dynamic_batching", {}).get("max_queue_delay_microseconds")
+            if "dynamic_batching" in cfg
+            else None
+        )
+        alone = []
+        for _ in range(repeats):
+            _, tl = traced_call(endpoint, model, {"input": x})
+            alone.append(_queue_ms(tl))
+        callers = [Caller(endpoint, "grpc", model, {"input": x}) for _ in range(burst)]
+        try:
+            for c in callers:
+                c.call()
+            barrier = threading.Barrier(burst)
+
+            def one(c: Caller, barrier: threading.Barrier = barrier) -> None:
+                barrier.wait(timeout=10)
+                c.call()
+
+            def send(callers: list[Caller] = callers) -> None:
+                threads = [threading.Thread(target=one, args=(c,)) for c in callers]
+                for th in threads:
+                    th.start()
+                for th in threads:
+                    th.join(timeout=30)
+
+            _, tls = trace.capture_many(
+                hc, model, send, burst, headers=endpoint.headers, local=endpoint.embedded
+            )
+        finally:
+            for c in callers:
+                c.close()
+        batches = len({tl.root.timestamps.get(trace.COMPUTE_START) for tl in tls})
+        out.append(
+            QueueResult(
+                model,
+                int(delay) if delay is not None else None,
+                alone,
+                [_queue_ms(t) for t in tls],
+                batches,
+                burst,
+            )
+        )
+    return out
