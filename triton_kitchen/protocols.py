@@ -772,4 +772,4 @@ def compare_streaming(endpoint: Endpoint, text: str, delay_ms: int = 30, timeout
 
 def serialized_bytes_tensor(array: np.ndarray) -> bytes:
     """BYTES tensor in Triton's raw form (4-byte little-endian length before each element)."""
-    return serialize_byte_tensor(array).tobytes()
+    return bytes(serialize_byte_tensor(array).item())
