@@ -39,9 +39,17 @@ PHOTOS = {
 }
 
 
+def with_configs(repo: Path) -> Path:
+    """An empty repository holding just the two ONNX models' config.pbtxt (ensure_onnx builds only those)."""
+    for name in build.MODELS:
+        (repo / name).mkdir(parents=True, exist_ok=True)
+        (repo / name / "config.pbtxt").write_text((ROOT / "model_repository" / name / "config.pbtxt").read_text())
+    return repo
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("model_repository")
+    repo = with_configs(tmp_path_factory.mktemp("model_repository"))
     info = build.ensure_onnx(repo)
     return repo, info
 
@@ -90,6 +98,7 @@ def test_build_writes_both_models_with_stamps(built):
 
 
 def test_build_is_skipped_when_fresh_and_redone_when_stale(tmp_path):
+    with_configs(tmp_path)
     first = build.ensure_onnx(tmp_path)
     assert all(m["built"] for m in first["models"].values())
     second = build.ensure_onnx(tmp_path)
@@ -105,13 +114,14 @@ def test_build_is_skipped_when_fresh_and_redone_when_stale(tmp_path):
 
 
 def test_project_root_is_accepted(tmp_path):
-    (tmp_path / "model_repository").mkdir()
+    with_configs(tmp_path / "model_repository")
     info = build.ensure_onnx(tmp_path)
     assert Path(info["repository"]) == tmp_path / "model_repository"
     assert (tmp_path / "model_repository" / "classifier_coarse" / "1" / "model.onnx").is_file()
 
 
 def test_two_processes_building_at_once(tmp_path):
+    with_configs(tmp_path)
     code = (
         "import json, sys; from triton_kitchen.models.build import ensure_onnx; "
         "print(json.dumps(ensure_onnx(sys.argv[1])))"
@@ -323,3 +333,9 @@ def test_reader_applies_strides_and_offsets(monkeypatch):
 
     with pytest.raises(CheckpointError, match="truncated"):
         read_legacy_state_dict(io.BytesIO(raw[:-20]))
+
+
+def test_models_missing_from_the_repository_are_not_built(tmp_path):
+    (tmp_path / "hflip").mkdir()
+    info = build.ensure_onnx(tmp_path)
+    assert info["models"] == {} and not (tmp_path / "classifier").exists()

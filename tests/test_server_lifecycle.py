@@ -139,3 +139,24 @@ def test_remote_endpoint_from_env(monkeypatch):
     assert (ep.http_url, ep.grpc_url, ep.embedded) == ("gpu-box:8000", "gpu-box:8001", False)
     monkeypatch.delenv("TRITON_HTTP_URL")
     assert Endpoint.from_env() is None
+
+
+def test_serve_cli_ctrl_c_stops_everything(tiny_repo):
+    cmd = [sys.executable, "-m", "triton_kitchen", "serve", "--repo", str(tiny_repo)]
+    cmd += ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT)
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("ready in") or line.startswith("error"):
+                break
+        assert lines[-1].startswith("ready in"), "".join(lines)
+        children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        assert len(children) >= 3  # supervisor, tritonserver, a Python stub
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+        assert wait_gone(children, 10) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -88,7 +88,9 @@ def server_environment() -> dict[str, str]:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on ``port`` (SO_REUSEADDR, as servers bind: TIME_WAIT does not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

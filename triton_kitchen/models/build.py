@@ -116,6 +116,8 @@ def _locked(directory: Path):
 def ensure_onnx(repo_dir: Path, force: bool = False) -> dict:
     """Build ``classifier`` and ``classifier_coarse`` ``1/model.onnx`` under ``repo_dir`` unless fresh.
 
+    Only models whose folder holds a ``config.pbtxt`` are built.
+
     Returns ``{"repository", "weights", "models": {name: {"path", "built", "bytes", "build_s"}},
     "load_s", "total_s"}`` (``load_s``: reading the checkpoint; 0 when nothing was built).
     """
@@ -126,6 +128,8 @@ def ensure_onnx(repo_dir: Path, force: bool = False) -> dict:
     result: dict = {"repository": str(repo), "weights": str(weights), "models": {}, "load_s": 0.0}
     state_dict = None
     for name, builder in MODELS.items():
+        if not (repo / name / "config.pbtxt").is_file():
+            continue  # a repository without this model (a trimmed copy): nothing to build
         version_dir = repo / name / "1"
         version_dir.mkdir(parents=True, exist_ok=True)
         onnx_path = version_dir / ONNX_NAME
