@@ -1,0 +1,480 @@
+"""Read ``config.pbtxt`` files the way Triton does: protobuf text format into ``inference.ModelConfig``.
+
+Parsing is protobuf's own ``text_format`` (no hand-written parser).  A syntax or schema error
+becomes a :class:`ConfigError` with the file, line, column, offending token and a plain
+message.  Protobuf's Python parser keeps no source positions, so a small token walker
+(:func:`locate`) maps field paths to line numbers afterwards; it only *locates*, the
+semantics are protobuf's.  It also keeps every map entry, which lets the validator warn
+about a repeated map key (protobuf silently keeps the last one).
+
+    cfg = parse_config(text, path="repo/ens/config.pbtxt")
+    repo = load_repository("model_repository")     # {dir name: ModelEntry}
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+ModelConfig = mc.ModelConfig
+ENSEMBLE_PLATFORM = "ensemble"
+
+# bytes per element; strings/bytes have no fixed size
+DTYPE_SIZES: dict[str, int | None] = {
+    "TYPE_BOOL": 1,
+    "TYPE_UINT8": 1,
+    "TYPE_UINT16": 2,
+    "TYPE_UINT32": 4,
+    "TYPE_UINT64": 8,
+    "TYPE_INT8": 1,
+    "TYPE_INT16": 2,
+    "TYPE_INT32": 4,
+    "TYPE_INT64": 8,
+    "TYPE_FP16": 2,
+    "TYPE_FP32": 4,
+    "TYPE_FP64": 8,
+    "TYPE_STRING": None,
+    "TYPE_BF16": 2,
+    "TYPE_INVALID": None,
+}
+
+
+def dtype_name(value: int) -> str:
+    """``TYPE_FP32`` for the enum value (``TYPE_<n>`` for unknown numbers)."""
+    try:
+        return mc.DataType.Name(value)
+    except ValueError:
+        return f"TYPE_{value}"
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+class ConfigError(Exception):
+    """A config file that protobuf cannot read (syntax or schema), or a file that cannot be read.
+
+    ``code`` is a short stable key for translation (``syntax``, ``unknown_field``,
+    ``unknown_enum``, ``bad_value``, ``duplicate_field``, ``oneof_conflict``, ``unreadable``),
+    ``params`` the values its message needs.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        token: str | None = None,
+        code: str = "syntax",
+        params: dict | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+        self.token = token
+        self.code = code
+        self.params = dict(params or {})
+        self.detail = detail  # protobuf's own wording
+
+    @property
+    def triton_message(self) -> str:
+        return f"failed to read text proto from {self.path or 'config.pbtxt'}"
+
+    def __str__(self) -> str:
+        where = self.path or "<config>"
+        if self.line:
+            where += f":{self.line}"
+            if self.column:
+                where += f":{self.column}"
+        return f"{where}: error: {self.message}"
+
+
+_TOKEN_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|[A-Za-z_][\w.+-]*|[-+]?[0-9.][\w.+-]*|\S')
+
+
+def _token_at(lines: list[str], line: int | None, column: int | None) -> str | None:
+    if not line or line < 1 or line > len(lines):
+        return None
+    text = lines[line - 1]
+    col = max((column or 1) - 1, 0)
+    m = _TOKEN_RE.search(text, col)
+    return m.group(0) if m else None
+
+
+def _only_blank_after(lines: list[str], line: int, column: int | None, token: str | None) -> bool:
+    """True when nothing but blanks and comments follows the token at (line, column)."""
+    rest = lines[line - 1][max((column or 1) - 1, 0) + len(token or ""):] if line <= len(lines) else ""
+    tail = [rest] + lines[line:]
+    return all(not t.split("#", 1)[0].strip() for t in tail)
+
+
+def _message_fields(type_name: str) -> list[str]:
+    desc = mc.DESCRIPTOR.message_types_by_name.get(type_name.split(".")[-1])
+    if desc is None:
+        # nested types: search the file
+        for top in mc.DESCRIPTOR.message_types_by_name.values():
+            stack = [top]
+            while stack:
+                d = stack.pop()
+                if d.full_name == type_name:
+                    return [f.name for f in d.fields]
+                stack.extend(d.nested_types)
+        return []
+    return [f.name for f in desc.fields]
+
+
+_DTYPE_ALIASES = {
+    "FLOAT": "TYPE_FP32", "FLOAT32": "TYPE_FP32", "FP32": "TYPE_FP32", "TYPE_FLOAT": "TYPE_FP32",
+    "TYPE_FLOAT32": "TYPE_FP32", "DOUBLE": "TYPE_FP64", "TYPE_DOUBLE": "TYPE_FP64", "FLOAT64": "TYPE_FP64",
+    "HALF": "TYPE_FP16", "FLOAT16": "TYPE_FP16", "TYPE_HALF": "TYPE_FP16", "TYPE_FLOAT16": "TYPE_FP16",
+    "INT": "TYPE_INT32", "TYPE_INT": "TYPE_INT32", "LONG": "TYPE_INT64", "TYPE_LONG": "TYPE_INT64",
+    "STRING": "TYPE_STRING", "BYTES": "TYPE_STRING", "TYPE_BYTES": "TYPE_STRING", "STR": "TYPE_STRING",
+    "BOOL": "TYPE_BOOL", "TYPE_BOOLEAN": "TYPE_BOOL", "BOOLEAN": "TYPE_BOOL",
+}
+
+
+def _suggest(word: str, choices: list[str]) -> str | None:
+    up = word.upper()
+    if "TYPE_FP32" in choices:
+        if up in _DTYPE_ALIASES:
+            return _DTYPE_ALIASES[up]
+        if "TYPE_" + up in choices:
+            return "TYPE_" + up
+    best = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return best[0] if best else None
+
+
+def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: str | None) -> ConfigError:
+    raw = str(err)
+    line, column = err.GetLine(), err.GetColumn()
+    msg = re.sub(r"^\d+:\d+ : ", "", raw)
+    # protobuf sometimes quotes the whole source line first: "'<line>': <message>"
+    if line and 1 <= line <= len(lines):
+        quoted = f"'{lines[line - 1]}': "
+        if msg.startswith(quoted):
+            msg = msg[len(quoted):]
+        else:
+            msg = re.sub(r"^'.*?': (?=[A-Z])", "", msg, count=1)
+    token = _token_at(lines, line, column)
+    code, params, plain = "syntax", {"detail": msg}, None
+
+    if m := re.search(r'Message type "([\w.]+)" has no field named "([^"]+)"', msg):
+        typ, name = m.group(1), m.group(2)
+        code, params = "unknown_field", {"field": name, "type": typ}
+        hint = _suggest(name, _message_fields(typ))
+        params["suggestion"] = hint
+        plain = f'unknown field "{name}" in {typ.split(".")[-1]}' + (f' (did you mean "{hint}"?)' if hint else "")
+        token = name
+    elif m := re.search(r'Enum type "([\w.]+)" has no value named (\S+?)\.?$', msg):
+        typ, name = m.group(1), m.group(2)
+        enum = mc.DESCRIPTOR.enum_types_by_name.get(typ.split(".")[-1])
+        choices = [v.name for v in enum.values] if enum else []
+        if not choices:
+            for top in mc.DESCRIPTOR.message_types_by_name.values():
+                for e in top.enum_types:
+                    if e.full_name == typ:
+                        choices = [v.name for v in e.values]
+        hint = _suggest(name, choices)
+        code, params = "unknown_enum", {"value": name, "type": typ, "suggestion": hint}
+        plain = f'"{name}" is not a value of {typ.split(".")[-1]}' + (f' (did you mean "{hint}"?)' if hint else "")
+        token = name
+    elif m := re.search(r'Field "(\w+)" is specified along with field "(\w+)", another member of oneof "(\w+)"', msg):
+        a, b, group = m.group(1), m.group(2), m.group(3)
+        code, params = "oneof_conflict", {"field": a, "other": b, "oneof": group}
+        if group == "scheduling_choice":
+            plain = (
+                f'"{a}" and "{b}" cannot both be set: a model has one scheduler '
+                "(dynamic_batching, sequence_batching or ensemble_scheduling)"
+            )
+            if "ensemble_scheduling" in (a, b):
+                plain += "; an ensemble has no batcher of its own, its steps batch"
+        else:
+            plain = f'"{a}" and "{b}" cannot both be set (they are alternatives in "{group}")'
+        token = a
+    elif m := re.search(r'should not have multiple "(\w+)" fields', msg):
+        code, params = "duplicate_field", {"field": m.group(1)}
+        plain = f'"{m.group(1)}" is given twice; it takes one value'
+        token = m.group(1)
+    elif m := re.search(r"Couldn't parse (integer|float|boolean|enum)[^:]*: (.*)", msg, re.I):
+        code, params = "bad_value", {"kind": m.group(1).lower(), "value": m.group(2).strip()}
+        plain = f"expected {'an' if m.group(1)[0] in 'ie' else 'a'} {m.group(1).lower()}, got {m.group(2).strip()}"
+    elif m := re.search(r"Value out of range: (\S+)", msg):
+        code, params = "bad_value", {"kind": "range", "value": m.group(1)}
+        plain = f"value {m.group(1)} is out of range for this field"
+    elif m := re.search(r'Expected "(.+?)"', msg):
+        want = m.group(1)
+        code, params = "syntax", {"expected": want, "detail": msg}
+        at_end = bool(line) and _only_blank_after(lines, line, column, token)
+        if at_end or not token:
+            plain = f'expected "{want}" before the end of the file'
+        else:
+            plain = f'expected "{want}" before {token!r}'
+
+    elif "Expected" in msg or "Unexpected" in msg or "Invalid" in msg or "String missing" in msg:
+        plain = msg[0].lower() + msg[1:] if msg else "syntax error"
+    if plain is None:
+        plain = msg or "syntax error"
+    return ConfigError(plain, path=path, line=line, column=column, token=token, code=code, params=params, detail=msg)
+
+
+def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> ModelConfig:
+    """Parse config.pbtxt text into ``inference.ModelConfig``; raise :class:`ConfigError`."""
+    spath = str(path) if path is not None else None
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = text[: e.start].count(b"\n") + 1
+            raise ConfigError(
+                "the file is not UTF-8 text", path=spath, line=line, code="unreadable", params={"reason": "encoding"}
+            ) from None
+    cfg = ModelConfig()
+    try:
+        text_format.Parse(text, cfg)
+    except text_format.ParseError as e:
+        raise _explain_parse_error(e, text.split("\n"), spath) from None
+    except (ValueError, TypeError, RecursionError, OverflowError) as e:  # anything else protobuf may throw
+        raise ConfigError(
+            f"cannot read config: {e}", path=spath, code="syntax", params={"detail": str(e)}, detail=str(e)
+        ) from None
+    return cfg
+
+
+def load_config(path: str | os.PathLike) -> ModelConfig:
+    """Parse a config file, or ``<dir>/config.pbtxt`` when given a model directory."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.pbtxt"
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(
+            f"cannot read {p}: {e.strerror or e}", path=str(p), code="unreadable", params={"reason": str(e)}
+        ) from None
+    return parse_config(data, p)
+
+
+# ---------------------------------------------------------------------------------------------
+# locations
+
+
+@dataclass
+class Locations:
+    """Line/column of fields, by path, e.g. ``("ensemble_scheduling", 0, "step", 2, "input_map", 0, "key")``.
+
+    Every element of a repeated field (and every map entry, repeated keys included) gets
+    its own index, in file order; singular fields have index 0.
+    """
+
+    where: dict[tuple, tuple[int, int]] = field(default_factory=dict)
+    values: dict[tuple, str] = field(default_factory=dict)
+
+    def line(self, *path, default: int | None = None) -> int | None:
+        p = tuple(path)
+        while p:
+            if p in self.where:
+                return self.where[p][0]
+            p = p[:-1]
+        return default
+
+    def count(self, *path) -> int:
+        n = 0
+        while tuple(path) + (n,) in self.where:
+            n += 1
+        return n
+
+    def value(self, *path) -> str | None:
+        return self.values.get(tuple(path))
+
+
+def locate(text: str) -> Locations:
+    """Token walk over text that protobuf has already accepted; best effort, never raises."""
+    loc = Locations()
+    try:
+        tok = text_format.Tokenizer(text.split("\n"))
+        _walk(tok, (), loc, top=True)
+    except Exception:  # noqa: BLE001 - locations are a nicety; never fail because of them
+        pass
+    return loc
+
+
+def _walk(tok, prefix: tuple, loc: Locations, top: bool = False) -> None:
+    counters: dict[str, int] = {}
+    while not tok.AtEnd() and tok.token not in ("}", ">"):
+        line, col = tok._line + 1, tok._column + 1
+        if tok.token == "[":  # extension or Any type URL
+            parts = []
+            tok.NextToken()
+            while not tok.AtEnd() and tok.token != "]":
+                parts.append(tok.token)
+                tok.NextToken()
+            tok.NextToken()
+            name = "[" + "".join(parts) + "]"
+        else:
+            name = tok.token
+            tok.NextToken()
+        tok.TryConsume(":")
+
+        def element(name=name, line=line, col=col):
+            idx = counters.get(name, 0)
+            counters[name] = idx + 1
+            key = prefix + (name, idx)
+            loc.where[key] = (line, col)
+            return key
+
+        if tok.token == "[":
+            tok.NextToken()
+            while not tok.AtEnd() and tok.token != "]":
+                line, col = tok._line + 1, tok._column + 1
+                key = element(line=line, col=col)
+                _value(tok, key, loc)
+                tok.TryConsume(",")
+            tok.NextToken()
+        else:
+            key = element()
+            _value(tok, key, loc)
+        if not tok.TryConsume(","):
+            tok.TryConsume(";")
+    if not top:
+        return
+
+
+def _value(tok, key: tuple, loc: Locations) -> None:
+    if tok.token in ("{", "<"):
+        tok.NextToken()
+        _walk(tok, key, loc)
+        tok.NextToken()  # closing brace
+    elif tok.token[:1] in ("'", '"'):
+        loc.values[key] = tok.ConsumeString()
+    else:
+        loc.values[key] = tok.token
+        tok.NextToken()
+
+
+# ---------------------------------------------------------------------------------------------
+# repositories
+
+
+@dataclass
+class ModelEntry:
+    """One model directory of a repository, as Triton would see it before loading."""
+
+    name: str  # the directory name (Triton's model name must equal it)
+    path: Path
+    config_path: Path
+    config: ModelConfig | None = None
+    error: ConfigError | None = None
+    versions: list[int] = field(default_factory=list)  # numeric version directories on disk
+    text: str = ""
+    locations: Locations = field(default_factory=Locations)
+    files: dict[int, list[str]] = field(default_factory=dict)  # version -> file names in it
+    standalone: bool = False  # a config file outside any model directory (no dir/version rules)
+
+    @property
+    def config_name(self) -> str:
+        """The name Triton uses: the config's ``name``, or the directory name when empty."""
+        if self.config is not None and self.config.name:
+            return self.config.name
+        return self.name
+
+    @property
+    def is_ensemble(self) -> bool:
+        c = self.config
+        return c is not None and (c.platform == ENSEMBLE_PLATFORM or c.HasField("ensemble_scheduling"))
+
+    @property
+    def served_versions(self) -> list[int]:
+        """Versions Triton would load under the config's version_policy (default: latest 1)."""
+        return served_versions(self.config, self.versions)
+
+    def line(self, *path, default: int | None = None) -> int | None:
+        return self.locations.line(*path, default=default)
+
+
+def served_versions(config: ModelConfig | None, versions: list[int]) -> list[int]:
+    avail = sorted(v for v in versions if v > 0)
+    if config is None or not config.HasField("version_policy"):
+        return avail[-1:]
+    policy = config.version_policy
+    kind = policy.WhichOneof("policy_choice")
+    if kind == "all":
+        return avail
+    if kind == "specific":
+        want = set(policy.specific.versions)
+        return [v for v in avail if v in want]
+    n = policy.latest.num_versions if kind == "latest" else 1
+    return avail[-n:] if n > 0 else []
+
+
+def read_model_dir(path: str | os.PathLike, config_name: str | None = None) -> ModelEntry:
+    """Read one model directory (config + version folders); parse errors are kept, not raised."""
+    p = Path(path)
+    cfg_path = p / "config.pbtxt"
+    if config_name:
+        alt = p / "configs" / f"{config_name}.pbtxt"
+        if alt.is_file():
+            cfg_path = alt
+    entry = ModelEntry(name=p.name, path=p, config_path=cfg_path)
+    try:
+        children = sorted(os.scandir(p), key=lambda d: d.name)
+    except OSError:
+        children = []
+    for child in children:
+        if child.is_dir() and child.name.isdigit():
+            v = int(child.name)
+            entry.versions.append(v)
+            try:
+                entry.files[v] = sorted(os.listdir(child.path))
+            except OSError:
+                entry.files[v] = []
+    entry.versions.sort()
+    try:
+        data = cfg_path.read_bytes()
+    except FileNotFoundError:
+        entry.error = ConfigError(
+            "no config.pbtxt in the model directory", path=str(cfg_path), code="no_config", params={}
+        )
+        return entry
+    except OSError as e:
+        entry.error = ConfigError(f"cannot read: {e.strerror or e}", path=str(cfg_path), code="unreadable")
+        return entry
+    try:
+        entry.text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        entry.text = data.decode("utf-8", errors="replace")
+    try:
+        entry.config = parse_config(data, cfg_path)
+    except ConfigError as e:
+        entry.error = e
+        return entry
+    entry.locations = locate(entry.text)
+    return entry
+
+
+def load_repository(path: str | os.PathLike, config_name: str | None = None) -> dict[str, ModelEntry]:
+    """All model directories of a repository, keyed by directory name (hidden ones skipped).
+
+    ``config_name`` picks ``configs/<name>.pbtxt`` where a model has one, like Triton's
+    ``--model-config-name``.
+    """
+    root = Path(path)
+    repo: dict[str, ModelEntry] = {}
+    try:
+        children = sorted(os.scandir(root), key=lambda d: d.name)
+    except OSError as e:
+        raise ConfigError(f"cannot read repository {root}: {e.strerror or e}", path=str(root), code="unreadable") from None
+    for child in children:
+        if child.is_dir() and not child.name.startswith("."):
+            repo[child.name] = read_model_dir(child.path, config_name)
+    return repo
