@@ -36,7 +36,9 @@ def _pages(entries, t, only_existing: bool) -> list:
     for i, (path, url, key, icon) in enumerate(entries):
         if only_existing and not (ROOT / path).is_file():
             continue
-        pages.append(st.Page(path, title=t(key), url_path=url, icon=icon, default=(i == 0 and not only_existing)))
+        pages.append(
+            st.Page(path, title=t(key), url_path=url, icon=icon, default=(i == 0 and not only_existing))
+        )
     return pages
 
 

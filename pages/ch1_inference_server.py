@@ -1,5 +1,116 @@
-"""Chapter 1."""
+"""Chapter 1: what an inference server does — the repository browser."""
 
-from ui.lesson import render_lesson
+from __future__ import annotations
 
-render_lesson(1)
+import streamlit as st
+
+from triton_kitchen import repository as repo
+from ui import state
+from ui.lesson import page_link, render_lesson
+from ui.state import t
+
+
+def _columns(rows: list[dict], prefix: str) -> list[dict]:
+    return [{t(f"{prefix}.{k}"): v for k, v in row.items()} for row in rows]
+
+
+def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None) -> None:
+    if entry.error:
+        state.show_error("bad_config", entry.error)
+        st.code(entry.config_text or "", language="protobuf", line_numbers=True)
+        return
+    cfg = entry.config
+    b = repo.batching(cfg)
+    model_state = status.state_of(entry.name) if status else None
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric(t("repo.kind"), entry.kind)
+    c2.metric(t("repo.max_batch_size"), b["max_batch_size"])
+    c3.metric(t("repo.versions"), ", ".join(map(str, entry.versions)) or "—")
+    c4.metric(t("repo.state"), model_state.state if model_state else "—")
+    if b["max_batch_size"] > 0:
+        st.caption(t("repo.batch_note", n=b["max_batch_size"]))
+    st.markdown(f"**{t('repo.tensors')}**")
+    st.dataframe(_columns(repo.tensors(cfg), "repo.col"), hide_index=True, width="stretch")
+    if entry.is_ensemble:
+        st.markdown(f"**{t('repo.steps')}**")
+        st.dataframe(_columns(repo.ensemble_steps(cfg), "repo.col"), hide_index=True, width="stretch")
+    else:
+        if b["dynamic_batching"]:
+            st.info(
+                t(
+                    "repo.dynamic_on",
+                    preferred=", ".join(map(str, b["preferred_batch_size"])) or "—",
+                    delay=b["max_queue_delay_us"],
+                ),
+                icon="🍱",
+            )
+        elif b["decoupled"]:
+            st.info(t("repo.decoupled"), icon="📡")
+        else:
+            st.caption(t("repo.dynamic_off"))
+        if repo.instances(cfg):
+            st.caption(t("repo.instances", groups=repo.instances(cfg)))
+    if entry.extra_configs:
+        st.caption(t("repo.extra_configs", files=", ".join(entry.extra_configs)))
+    tab_file, tab_loaded = st.tabs([t("repo.tab_file"), t("repo.tab_loaded")])
+    with tab_file:
+        st.code(entry.config_text, language="protobuf", line_numbers=True)
+    with tab_loaded:
+        ep = state.endpoint()
+        if ep is None or model_state is None or not model_state.ready:
+            st.caption(t("repo.not_loaded"))
+        else:
+            st.caption(t("repo.loaded_note"))
+            st.code(repo.loaded_config_text(ep, entry.name), language="protobuf")
+
+
+def repository_browser() -> None:
+    st.subheader(t("repo.title"))
+    status = st.session_state.get("tk_status")
+    entries = repo.scan_repository()
+    st.caption(t("repo.path", path=str(repo.DEFAULT_REPOSITORY.name) + "/"))
+    st.dataframe(_columns(repo.summary_rows(entries, status), "repo.col"), hide_index=True, width="stretch")
+    names = [e.name for e in entries]
+    current = state.selected_model()
+    chosen = st.selectbox(
+        t("repo.pick"), names, index=names.index(current) if current in names else 0, key="ch1_model"
+    )
+    if chosen != current:
+        state.set_selected_model(chosen)
+    _model_details(entries[names.index(chosen)], status)
+
+
+def other_repository() -> None:
+    with st.expander(t("repo.other_title")):
+        st.caption(t("repo.other_help"))
+        path = st.text_input(
+            t("repo.other_path"), key="ch1_other_path", placeholder="/path/to/model_repository"
+        )
+        uploads = st.file_uploader(
+            t("repo.other_upload"), type=["pbtxt", "txt"], accept_multiple_files=True, key="ch1_other_upload"
+        )
+        entries: list[repo.ModelEntry] = []
+        if path.strip():
+            try:
+                entries += repo.scan_repository(path.strip())
+            except repo.RepositoryError as exc:
+                state.show_error(exc)
+        if uploads:
+            entries += repo.parse_uploaded_configs([(u.name, u.getvalue()) for u in uploads])
+        if not entries:
+            return
+        st.dataframe(_columns(repo.summary_rows(entries), "repo.col"), hide_index=True, width="stretch")
+        for entry in entries:
+            with st.container(border=True):
+                st.markdown(f"**{entry.name}** · `{entry.path}`")
+                _model_details(entry, None)
+
+
+render_lesson(
+    1,
+    live={
+        "repository": repository_browser,
+        "config": other_repository,
+        "batching": lambda: page_link("pages/lab_batching.py", "ch1.to_batching_lab"),
+    },
+)

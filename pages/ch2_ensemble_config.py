@@ -1,5 +1,67 @@
-"""Chapter 2."""
+"""Chapter 2: the ensemble config editor — DAG and validation update as you edit."""
 
+from __future__ import annotations
+
+import streamlit as st
+
+from triton_kitchen import repository as repo
 from ui.lesson import render_lesson
+from ui.state import t
 
-render_lesson(2)
+MODEL = "image_classifier"
+KEY = "ch2_text"
+
+
+def _original() -> str:
+    return (repo.DEFAULT_REPOSITORY / MODEL / "config.pbtxt").read_text(encoding="utf-8")
+
+
+def editor() -> None:
+    st.subheader(t("ch2.editor_title"))
+    st.caption(t("ch2.editor_help"))
+    if KEY not in st.session_state:
+        st.session_state[KEY] = _original()
+    left, right = st.columns([1, 1])
+    with left:
+        text = st.text_area(t("ch2.editor"), key=KEY, height=560)
+        b1, b2 = st.columns(2)
+        if b1.button(t("ch2.reset"), key="ch2_reset", icon="↩️"):
+            st.session_state.pop(KEY, None)
+            st.rerun()
+        if b2.button(t("ch2.try_swap"), key="ch2_swap", icon="🔀", help=t("ch2.try_swap_help")):
+            st.session_state[KEY] = _original().replace(
+                'key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"'
+            )
+            st.rerun()
+    with right:
+        check = repo.check_ensemble_text(text)
+        errors = [p for p in check.problems if p.severity == "error"]
+        warnings = [p for p in check.problems if p.severity != "error"]
+        if check.ok:
+            st.success(t("ch2.valid", steps=len(check.config.ensemble_scheduling.step)), icon="✅")
+        else:
+            st.error(t("ch2.invalid", n=len(errors)), icon="⛔")
+        for p in errors:
+            where = t("ch2.line", line=p.line) + " · " if p.line else ""
+            st.markdown(f"- ⛔ {where}`{p.message}`")
+        for p in warnings:
+            where = t("ch2.line", line=p.line) + " · " if p.line else ""
+            st.markdown(f"- ⚠️ {where}`{p.message}`")
+        if check.dot:
+            st.graphviz_chart(check.dot, width="stretch")
+            st.caption(t("ch2.dag_caption"))
+        if check.config is not None and check.config.ensemble_scheduling.step:
+            with st.expander(t("ch2.steps_table")):
+                st.dataframe(
+                    [
+                        {t(f"repo.col.{k}"): v for k, v in row.items()}
+                        for row in repo.ensemble_steps(check.config)
+                    ],
+                    hide_index=True,
+                    width="stretch",
+                )
+    with st.expander(t("ch2.glossary_title"), expanded=False):
+        st.markdown(t("ch2.glossary"))
+
+
+render_lesson(2, live={"config": editor})

@@ -1,5 +1,108 @@
-"""Chapter 4."""
+"""Chapter 4: the actual HTTP request for the current photo — JSON header, binary part, sizes, curl."""
 
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import requests_view as rv
+from ui import state
+from ui.image_picker import pick_image
 from ui.lesson import render_lesson
+from ui.state import t
 
-render_lesson(4)
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _views(model: str, image: bytes, host: str) -> tuple[rv.HttpRequestView, rv.HttpRequestView | None]:
+    inputs = rv.request_inputs(model, image)
+    outputs = rv.request_outputs(model)
+    binary = rv.http_request(model, inputs, outputs, binary=True, host=host)
+    plain = (
+        rv.http_request(model, inputs, outputs, binary=False, host=host)
+        if model == "ensemble_pipeline"
+        else None
+    )
+    return binary, plain
+
+
+def _request_block(view: rv.HttpRequestView, ep) -> None:
+    st.code(view.head_text.replace("\r\n", "\n").strip(), language="http")
+    st.markdown(f"**{t('ch4.json_part', n=view.json_size)}**")
+    st.code(view.json_preview(), language="json")
+    if view.binary:
+        st.markdown(f"**{t('ch4.binary_part', n=view.binary_size)}**")
+        st.code(view.binary_preview(), language=None, wrap_lines=True)
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("ch4.tensor_bytes"), f"{view.tensor_bytes:,}")
+    c2.metric(t("ch4.body_bytes"), f"{view.body_size:,}")
+    c3.metric(t("ch4.wire_bytes"), f"{view.wire_size:,}")
+    filename = "body.bin" if view.binary else "request.json"
+    st.markdown(f"**{t('ch4.curl')}**")
+    st.code(view.curl(ep.http_url if ep else "localhost:8000", filename), language="bash")
+    st.download_button(
+        t("ch4.download", file=filename),
+        data=view.body,
+        file_name=filename,
+        mime="application/octet-stream",
+        key=f"ch4_dl_{view.binary}",
+    )
+
+
+def request_viewer() -> None:
+    st.subheader(t("ch4.viewer_title"))
+    model = st.radio(
+        t("classify.model"),
+        ["ensemble_pipeline", "image_classifier"],
+        horizontal=True,
+        key="ch4_model",
+        help=t("ch4.model_help"),
+    )
+    image = pick_image("ch4")
+    if image is None:
+        st.info(t("classify.pick_first"))
+        return
+    ep = state.endpoint()
+    try:
+        binary, plain = _views(model, image, ep.http_url if ep else "localhost:8000")
+    except Exception as exc:  # noqa: BLE001 - a bad upload or shape is shown as a message
+        state.show_error(exc)
+        return
+    sizes = {t("ch4.size_binary"): binary.wire_size}
+    if plain is not None:
+        sizes[t("ch4.size_json")] = plain.wire_size
+    fig = go.Figure(
+        go.Bar(
+            x=list(sizes.values()),
+            y=list(sizes.keys()),
+            orientation="h",
+            text=[f"{v:,} B" for v in sizes.values()],
+            marker_color=["#76b900", "#d62728"][: len(sizes)],
+        )
+    )
+    fig.update_layout(height=160, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=t("ch4.bytes_axis"))
+    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    if plain is not None:
+        st.caption(t("ch4.ratio", ratio=plain.body_size / max(1, binary.body_size)))
+    else:
+        st.caption(t("ch4.no_json_for_bytes"))
+    tabs = st.tabs([t("ch4.tab_binary"), t("ch4.tab_json")] if plain is not None else [t("ch4.tab_binary")])
+    with tabs[0]:
+        _request_block(binary, ep)
+    if plain is not None:
+        with tabs[1]:
+            _request_block(plain, ep)
+    if st.button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
+        try:
+            st.session_state["ch4_response"] = (model, rv.send_http(ep, binary))
+        except OSError as exc:
+            state.show_error("server_unreachable", str(exc))
+    sent = st.session_state.get("ch4_response")
+    if sent and sent[0] == model:
+        resp = sent[1]
+        st.markdown(f"**{t('ch4.response', status=resp.status, ms=resp.ms)}**")
+        st.code("\n".join(f"{k}: {v}" for k, v in resp.headers.items()), language="http")
+        st.code(resp.json_preview(), language="json")
+        st.caption(t("ch4.response_sizes", json=len(resp.json_text.encode()), binary=resp.binary_size))
+
+
+render_lesson(4, live={"binary": request_viewer})

@@ -1,5 +1,105 @@
-"""Chapter 5."""
+"""Chapter 5: the gRPC ModelInferRequest for the current photo, its size, and streaming."""
 
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import requests_view as rv
+from triton_kitchen.demo import stream_grpc
+from ui import state
+from ui.image_picker import pick_image
 from ui.lesson import render_lesson
+from ui.state import t
 
-render_lesson(5)
+
+def message_viewer() -> None:
+    st.subheader(t("ch5.viewer_title"))
+    model = st.radio(
+        t("classify.model"), ["ensemble_pipeline", "image_classifier"], horizontal=True, key="ch5_model"
+    )
+    image = pick_image("ch5")
+    if image is None:
+        st.info(t("classify.pick_first"))
+        return
+    try:
+        inputs = rv.request_inputs(model, image)
+        view = rv.grpc_request(model, inputs, rv.request_outputs(model))
+        http = rv.http_request(model, inputs, rv.request_outputs(model))
+    except Exception as exc:  # noqa: BLE001 - a bad upload is shown as a message
+        state.show_error(exc)
+        return
+    st.code(view.text(), language="protobuf")
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("ch5.message_bytes"), f"{view.size:,}")
+    c2.metric(t("ch5.tensor_bytes"), f"{view.tensor_bytes:,}")
+    c3.metric(t("ch5.envelope_bytes"), f"{view.envelope_bytes:,}")
+    st.dataframe(
+        [{t(f"ch5.col.{k}"): v for k, v in row.items()} for row in view.fields],
+        hide_index=True,
+        width="stretch",
+    )
+    fig = go.Figure(
+        [
+            go.Bar(
+                y=[t("ch5.grpc_message"), t("ch5.http_body")],
+                x=[view.tensor_bytes, http.tensor_bytes],
+                name=t("ch5.tensor_bytes"),
+                orientation="h",
+                marker_color="#76b900",
+            ),
+            go.Bar(
+                y=[t("ch5.grpc_message"), t("ch5.http_body")],
+                x=[view.envelope_bytes, http.body_size - http.tensor_bytes],
+                name=t("ch5.envelope_bytes"),
+                orientation="h",
+                marker_color="#ff7f0e",
+            ),
+        ]
+    )
+    fig.update_layout(barmode="stack", height=180, margin=dict(l=10, r=10, t=10, b=10))
+    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    st.caption(t("ch5.compare_caption", grpc=view.size, http=http.body_size, prefix=rv.GRPC_PREFIX_BYTES))
+
+
+def streaming() -> None:
+    st.subheader(t("ch5.stream_title"))
+    text = st.text_input(
+        t("ch5.stream_text"), value=t("ch5.stream_default"), key="ch5_stream_text", max_chars=400
+    )
+    delay = st.slider(t("ch5.stream_delay"), 0, 200, 60, step=10, key="ch5_delay")
+    ep = state.endpoint()
+    if st.button(
+        t("ch5.stream_run"), key="ch5_stream", type="primary", disabled=ep is None or not text.strip()
+    ):
+        box = st.empty()
+        run = stream_grpc(ep, text, delay)
+        if run.error:
+            state.show_error("server_error", run.error)
+        box.markdown("".join(run.tokens))
+        st.session_state["ch5_stream_run"] = run
+    run = st.session_state.get("ch5_stream_run")
+    if run and run.tokens:
+        fig = go.Figure(
+            go.Scatter(
+                x=run.arrivals_ms,
+                y=list(range(1, len(run.tokens) + 1)),
+                mode="lines+markers+text",
+                text=run.tokens,
+                textposition="top center",
+                line_shape="hv",
+            )
+        )
+        fig.update_layout(
+            height=260,
+            xaxis_title=t("ch5.arrival_ms"),
+            yaxis_title=t("ch5.token_n"),
+            margin=dict(l=10, r=10, t=10, b=10),
+        )
+        st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        st.caption(
+            t("ch5.stream_caption", n=len(run.tokens), first=run.first_token_ms or 0, total=run.total_ms)
+        )
+
+
+render_lesson(5, live={"modelinfer": message_viewer, "streaming": streaming})

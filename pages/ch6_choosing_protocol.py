@@ -1,5 +1,59 @@
-"""Chapter 6."""
+"""Chapter 6: the decision guide, the protocol lab, and the same tokens streamed over SSE and gRPC."""
 
-from ui.lesson import render_lesson
+from __future__ import annotations
 
-render_lesson(6)
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen.demo import stream_grpc, stream_sse
+from ui import state
+from ui.lesson import page_link, render_lesson
+from ui.state import t
+
+
+def to_lab() -> None:
+    page_link("pages/lab_protocols.py", "ch6.to_protocol_lab")
+
+
+def sse_vs_grpc() -> None:
+    st.subheader(t("ch6.stream_title"))
+    text = st.text_input(t("ch5.stream_text"), value=t("ch5.stream_default"), key="ch6_text", max_chars=400)
+    ep = state.endpoint()
+    if st.button(t("ch6.stream_run"), key="ch6_run", type="primary", disabled=ep is None or not text.strip()):
+        st.session_state["ch6_runs"] = [stream_sse(ep, text, 40), stream_grpc(ep, text, 40)]
+    runs = st.session_state.get("ch6_runs")
+    if not runs:
+        return
+    fig = go.Figure()
+    for run in runs:
+        if run.error:
+            state.show_error("server_error", run.error)
+        fig.add_trace(
+            go.Scatter(
+                x=run.arrivals_ms,
+                y=list(range(1, len(run.tokens) + 1)),
+                mode="lines+markers",
+                name=t(f"ch6.transport_{run.transport}"),
+                line_shape="hv",
+            )
+        )
+    fig.update_layout(
+        height=280,
+        xaxis_title=t("ch5.arrival_ms"),
+        yaxis_title=t("ch5.token_n"),
+        margin=dict(l=10, r=10, t=10, b=10),
+    )
+    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    cols = st.columns(len(runs))
+    for col, run in zip(cols, runs, strict=True):
+        col.metric(
+            t(f"ch6.transport_{run.transport}"),
+            t("ch6.first_token", ms=run.first_token_ms or 0),
+            t("ch6.total", ms=run.total_ms, n=len(run.tokens)),
+            delta_color="off",
+        )
+        col.code("".join(run.tokens) or "—", language=None, wrap_lines=True)
+    st.caption(t("ch6.stream_caption"))
+
+
+render_lesson(6, live={"measure": to_lab, "sse": sse_vs_grpc})

@@ -1,5 +1,44 @@
-"""Chapter 7."""
+"""Chapter 7: the tutorial's client run against the current server over HTTP and gRPC, side by side."""
 
+from __future__ import annotations
+
+import streamlit as st
+
+from triton_kitchen.demo import MISTAKES, run_tutorial
+from ui import state
+from ui.image_picker import pick_image
 from ui.lesson import render_lesson
+from ui.state import t
 
-render_lesson(7)
+
+def demo() -> None:
+    st.subheader(t("ch7.demo_title"))
+    ep = state.endpoint()
+    if ep is not None:
+        st.caption(t("ch7.urls", http=ep.http_url, grpc=ep.grpc_url))
+    use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo")
+    image = pick_image("ch7") if use_photo else None
+    mistake = st.selectbox(
+        t("ch7.mistake"), MISTAKES, format_func=lambda m: t(f"ch7.mistake_{m}"), key="ch7_mistake"
+    )
+    if st.button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
+        st.session_state["ch7_runs"] = [run_tutorial(ep, p, image, mistake) for p in ("http", "grpc")]
+    runs = st.session_state.get("ch7_runs")
+    if not runs:
+        return
+    cols = st.columns(2)
+    for col, run in zip(cols, runs, strict=True):
+        with col:
+            st.markdown(f"#### {run.protocol.upper()} · `{run.url}`")
+            st.caption(t("ch7.sent", name=run.input_name, dtype=run.datatype, shape=run.shape))
+            if run.ok:
+                st.metric(t("ch7.top1"), run.label, t("ch7.prob", p=run.top_prob * 100), delta_color="off")
+                st.write(t("ch7.result", shape=run.output_shape, argmax=run.argmax, total=run.prob_sum))
+                st.caption(t("ch7.took", ms=run.ms))
+            else:
+                state.show_error(run.error_code or "server_error", run.error)
+    if runs[0].ok and not use_photo:
+        st.info(t("ch7.noise_note"), icon="🎲")
+
+
+render_lesson(7, live={"code": demo})

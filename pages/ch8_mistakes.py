@@ -1,5 +1,142 @@
-"""Chapter 8."""
+"""Chapter 8: each of the tutorial's mistakes with a live experiment, then interview questions."""
 
+from __future__ import annotations
+
+import statistics
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import repository as repo
+from triton_kitchen import requests_view as rv
+from triton_kitchen.classify import ClassifyError, classify
+from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
+from ui import state
 from ui.lesson import render_lesson
+from ui.state import t
 
-render_lesson(8)
+PHOTO = "chelsea"
+
+
+def _map_direction() -> None:
+    text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
+    swapped = text.replace('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"')
+    check = repo.check_ensemble_text(swapped)
+    st.code(
+        'input_map { key: "image_tensor" value: "input" }   # ' + t("ch8.m1_swapped"), language="protobuf"
+    )
+    for p in check.problems[:3]:
+        st.markdown(f"- ⛔ `{p.message}`")
+
+
+def _order() -> None:
+    text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
+    cfg = repo.parse_config_text(text)
+    steps = list(cfg.ensemble_scheduling.step)
+    del cfg.ensemble_scheduling.step[:]
+    cfg.ensemble_scheduling.step.extend(reversed(steps))
+    from google.protobuf import text_format
+
+    check = repo.check_ensemble_text(text_format.MessageToString(cfg))
+    st.caption(t("ch8.m2_reversed", order=" → ".join(s.model_name for s in cfg.ensemble_scheduling.step)))
+    if check.ok:
+        st.success(t("ch8.m2_ok"), icon="✅")
+    st.graphviz_chart(check.dot, width="stretch")
+
+
+def _binary_default() -> None:
+    inputs = rv.request_inputs("ensemble_pipeline", sample_jpeg(PHOTO))
+    default = rv.http_request("ensemble_pipeline", inputs, ["output_label"])
+    plain = rv.http_request("ensemble_pipeline", inputs, ["output_label"], binary=False)
+    c1, c2 = st.columns(2)
+    c1.metric(
+        t("ch8.m3_default"),
+        f"{default.body_size:,} B",
+        t("ch8.m3_header", n=default.json_size),
+        delta_color="off",
+    )
+    c2.metric(
+        t("ch8.m3_json"),
+        f"{plain.body_size:,} B",
+        f"× {plain.body_size / default.body_size:.1f}",
+        delta_color="off",
+    )
+
+
+def _speed() -> None:
+    ep = state.endpoint()
+    if st.button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
+        with st.spinner(t("ch8.m4_running")):
+            st.session_state["ch8_speed"] = quick_protocol_check(
+                ep, sample_jpeg(PHOTO), requests=15, budget_s=6
+            )
+    times = st.session_state.get("ch8_speed")
+    if times:
+        kinds = [k for k, v in times.items() if v]
+        medians = [statistics.median(times[k]) for k in kinds]
+        fig = go.Figure(
+            go.Bar(x=kinds, y=medians, text=[f"{m:.1f} ms" for m in medians], marker_color="#76b900")
+        )
+        fig.update_layout(height=240, yaxis_title=t("ch8.m4_axis"), margin=dict(l=10, r=10, t=10, b=10))
+        st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        st.caption(t("ch8.m4_caption", n=min(len(v) for v in times.values() if v)))
+
+
+def _sse() -> None:
+    ep = state.endpoint()
+    if st.button(t("ch8.m5_run"), key="ch8_sse", disabled=ep is None):
+        st.session_state["ch8_sse"] = stream_sse(ep, t("ch5.stream_default"), 30)
+    run = st.session_state.get("ch8_sse")
+    if run:
+        if run.error:
+            state.show_error("server_error", run.error)
+        st.code(
+            "\n".join(
+                f'data: {{... "token": "{tok}"}}   # +{ms:.0f} ms'
+                for tok, ms in zip(run.tokens, run.arrivals_ms, strict=True)
+            ),
+            language="text",
+        )
+
+
+def _cascade() -> None:
+    ep = state.endpoint()
+    if st.button(t("ch8.m6_run"), key="ch8_cascade", disabled=ep is None):
+        rows = []
+        for photo in ("chelsea", "coffee", "rocket"):
+            for model in ("cascade_ensemble", "cascade_bls"):
+                try:
+                    r = classify(ep, sample_jpeg(photo), model=model, protocol="grpc")
+                except ClassifyError as exc:
+                    state.show_error(exc)
+                    continue
+                rows.append(
+                    {
+                        t("ch8.col.photo"): t(f"image.sample_{photo}"),
+                        t("ch8.col.model"): model,
+                        t("ch8.col.top1"): r.labels[0],
+                        t("ch8.col.stage"): r.stage_used if r.stage_used is not None else "—",
+                        t("ch8.col.ms"): round(r.ms, 1),
+                    }
+                )
+        st.session_state["ch8_cascade"] = rows
+    rows = st.session_state.get("ch8_cascade")
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch")
+        st.caption(t("ch8.m6_caption"))
+
+
+EXPERIMENTS = [_map_direction, _order, _binary_default, _speed, _sse, _cascade]
+
+
+def experiments() -> None:
+    st.subheader(t("ch8.live_title"))
+    for n, fn in enumerate(EXPERIMENTS, start=1):
+        with st.expander(t(f"ch8.m{n}_title"), expanded=n == 1):
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - one failed experiment must not hide the others
+                state.show_error(exc)
+
+
+render_lesson(8, live={"mistakes": experiments})

@@ -144,7 +144,9 @@ def loaded_config(endpoint: Endpoint, model: str) -> dict:
 
 def loaded_config_text(endpoint: Endpoint, model: str) -> str:
     """The loaded config in protobuf text format, for showing beside the file."""
-    msg = json_format.ParseDict(loaded_config(endpoint, model), model_config_pb2.ModelConfig(), ignore_unknown_fields=True)
+    msg = json_format.ParseDict(
+        loaded_config(endpoint, model), model_config_pb2.ModelConfig(), ignore_unknown_fields=True
+    )
     return text_format.MessageToString(msg)
 
 
@@ -330,3 +332,206 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
             }
         )
     return rows
+
+
+# -- ensembles drawn from configs (a small fallback; triton_kitchen.ensemble/diagram do it fully) ---
+DTYPE_BYTES = {
+    "BOOL": 1, "UINT8": 1, "INT8": 1, "UINT16": 2, "INT16": 2, "FP16": 2, "BF16": 2,
+    "UINT32": 4, "INT32": 4, "FP32": 4, "UINT64": 8, "INT64": 8, "FP64": 8,
+}  # fmt: skip
+
+
+def intermediate_tensors(ensemble: model_config_pb2.ModelConfig, models: dict[str, ModelEntry]) -> list[dict]:
+    """Each tensor an ensemble step produces: producer, consumers, type, dims and bytes per request
+    and per full batch (computed from the step models' configs; STRING has no fixed size)."""
+    outputs = {o.name for o in ensemble.output}
+    rows: dict[str, dict] = {}
+    for step in ensemble.ensemble_scheduling.step:
+        entry = models.get(step.model_name)
+        step_outputs = {o.name: o for o in entry.config.output} if entry and entry.config else {}
+        for key, value in step.output_map.items():
+            spec = step_outputs.get(key)
+            dtype = _dtype(spec.data_type) if spec is not None else "?"
+            dims = list(spec.dims) if spec is not None else []
+            size = DTYPE_BYTES.get(dtype)
+            per_request = None
+            if size is not None and dims and all(d > 0 for d in dims):
+                per_request = size
+                for d in dims:
+                    per_request *= d
+            rows[value] = {
+                "tensor": value,
+                "producer": step.model_name,
+                "consumers": [],
+                "data_type": dtype,
+                "dims": dims,
+                "bytes_per_request": per_request,
+                "bytes_per_batch": per_request * max(1, ensemble.max_batch_size) if per_request else None,
+                "is_output": value in outputs,
+            }
+    for step in ensemble.ensemble_scheduling.step:
+        for value in step.input_map.values():
+            if value in rows:
+                rows[value]["consumers"].append(step.model_name)
+    return list(rows.values())
+
+
+def simple_dot(ensemble: model_config_pb2.ModelConfig) -> str:
+    """A Graphviz DOT drawing of an ensemble: inputs, steps and tensors as edges."""
+    lines = [
+        "digraph ensemble {",
+        "  rankdir=LR; node [fontname=Helvetica, fontsize=11]; edge [fontname=Helvetica, fontsize=9];",
+    ]
+    producers: dict[str, str] = {}
+    for o in ensemble.input:
+        producers[o.name] = f"in_{o.name}"
+        lines.append(f'  "in_{o.name}" [label="{o.name}", shape=cds, style=filled, fillcolor="#dbeafe"];')
+    for i, step in enumerate(ensemble.ensemble_scheduling.step):
+        lines.append(
+            f'  "s{i}" [label="{step.model_name}", shape=box, style="rounded,filled", fillcolor="#e8f5d0"];'
+        )
+        for value in step.output_map.values():
+            producers[value] = f"s{i}"
+    for o in ensemble.output:
+        lines.append(f'  "out_{o.name}" [label="{o.name}", shape=cds, style=filled, fillcolor="#fde68a"];')
+        if o.name in producers:
+            lines.append(f'  "{producers[o.name]}" -> "out_{o.name}" [label="{o.name}"];')
+    for i, step in enumerate(ensemble.ensemble_scheduling.step):
+        for key, value in step.input_map.items():
+            src = producers.get(value)
+            if src:
+                lines.append(f'  "{src}" -> "s{i}" [label="{value} → {key}"];')
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@dataclass
+class Problem:
+    severity: str  # "error" | "warning"
+    message: str
+    line: int | None = None
+
+
+@dataclass
+class EnsembleCheck:
+    """An edited ensemble config: parsed (or not), its problems, and a drawing."""
+
+    config: model_config_pb2.ModelConfig | None
+    problems: list[Problem] = field(default_factory=list)
+    dot: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.config is not None and not any(p.severity == "error" for p in self.problems)
+
+
+def _line_containing(text: str, needle: str) -> int | None:
+    for n, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return n
+    return None
+
+
+def check_ensemble_text(text: str, repo: Path | str = DEFAULT_REPOSITORY) -> EnsembleCheck:
+    """Parse and check an edited ensemble config against the step models of ``repo``.
+
+    Uses the project's validator (``triton_kitchen.ensemble``) when it is installed; otherwise a
+    smaller set of Triton's rules: known step models, model_version, map keys against the step
+    models' tensors, one producer per tensor, every input written and every output produced.
+    """
+    try:
+        cfg = parse_config_text(text)
+    except RepositoryError as exc:
+        return EnsembleCheck(None, [Problem("error", exc.detail, _line_of(exc.detail))])
+    check = EnsembleCheck(cfg)
+    add = check.problems.append
+    if cfg.platform != "ensemble":
+        add(Problem("error", 'platform is not "ensemble"', _line_containing(text, "platform")))
+        return check
+    models = {e.name: e for e in scan_repository(repo)}
+    produced: dict[str, str] = {i.name: "<ensemble input>" for i in cfg.input}
+    for step in cfg.ensemble_scheduling.step:
+        for value in step.output_map.values():
+            if value in produced:
+                add(
+                    Problem(
+                        "error",
+                        f"ensemble tensor '{value}' can appear in an output map only once for ensemble '{cfg.name}'",
+                        _line_containing(text, f'value: "{value}"'),
+                    )
+                )
+            produced[value] = step.model_name
+    for step in cfg.ensemble_scheduling.step:
+        line = _line_containing(text, f'model_name: "{step.model_name}"')
+        entry = models.get(step.model_name)
+        if entry is None or entry.config is None:
+            add(Problem("error", f"step model '{step.model_name}' is not in the repository", line))
+            continue
+        if step.model_version == 0:
+            add(
+                Problem(
+                    "error",
+                    f"model_version of step '{step.model_name}' is 0 (omitted means 0, not latest): "
+                    "required version 0 is not loaded — write -1",
+                    line,
+                )
+            )
+        step_in = {i.name for i in entry.config.input}
+        step_out = {o.name for o in entry.config.output}
+        for key, value in step.input_map.items():
+            if key not in step_in:
+                add(
+                    Problem(
+                        "error",
+                        f"in ensemble {cfg.name}, input '{key}' is not an input of model '{step.model_name}' "
+                        f"(its inputs: {', '.join(sorted(step_in))}); the key of input_map is the step model's tensor",
+                        _line_containing(text, f'key: "{key}"'),
+                    )
+                )
+            if value not in produced:
+                add(
+                    Problem(
+                        "error",
+                        f"in ensemble {cfg.name}, ensemble tensor '{value}' read by '{step.model_name}' is not written",
+                        _line_containing(text, f'value: "{value}"'),
+                    )
+                )
+        for required in sorted(
+            step_in - set(step.input_map) - {i.name for i in entry.config.input if i.optional}
+        ):
+            add(
+                Problem(
+                    "error",
+                    f"in ensemble {cfg.name}, input {required} in model {step.model_name} is not mapped "
+                    "to any ensemble tensors",
+                    line,
+                )
+            )
+        for key in step.output_map:
+            if key not in step_out:
+                add(
+                    Problem(
+                        "error",
+                        f"in ensemble {cfg.name}, output '{key}' is not an output of model '{step.model_name}'",
+                        _line_containing(text, f'key: "{key}"'),
+                    )
+                )
+        if entry.config.max_batch_size > 0 and entry.config.max_batch_size < cfg.max_batch_size:
+            add(
+                Problem(
+                    "error",
+                    f"step model '{step.model_name}' has max_batch_size {entry.config.max_batch_size}, "
+                    f"less than the ensemble's {cfg.max_batch_size}",
+                    line,
+                )
+            )
+    for out in cfg.output:
+        if out.name not in produced:
+            add(Problem("error", f"ensemble output '{out.name}' is not written by any step", None))
+    for field_name in ("dynamic_batching", "optimization"):
+        if cfg.HasField(field_name):
+            add(Problem("error", f"an ensemble cannot have {field_name}", _line_containing(text, field_name)))
+    if len(cfg.instance_group) or len(cfg.model_warmup):
+        add(Problem("error", "an ensemble cannot have instance_group or model_warmup", None))
+    check.dot = simple_dot(cfg)
+    return check

@@ -21,13 +21,16 @@ def _sample(name: str) -> bytes:
 
 def pick_image(key: str) -> bytes | None:
     """Let the user choose a photo; returns its encoded bytes (JPEG for samples) or None."""
-    source = st.segmented_control(
-        t("image.source"),
-        options=list(SOURCES),
-        format_func=lambda s: t(f"image.source_{s}"),
-        default="sample",
-        key=f"{key}_source",
-    ) or "sample"
+    source = (
+        st.segmented_control(
+            t("image.source"),
+            options=list(SOURCES),
+            format_func=lambda s: t(f"image.source_{s}"),
+            default="sample",
+            key=f"{key}_source",
+        )
+        or "sample"
+    )
     data: bytes | None = None
     if source == "sample":
         name = st.selectbox(

@@ -21,7 +21,9 @@ def _run_live(name: str, fn: Callable[[], None]) -> None:
         state.show_error(exc)
 
 
-def render_lesson(chapter: int, live: LiveElements | None = None, intro: Callable[[], None] | None = None) -> None:
+def render_lesson(
+    chapter: int, live: LiveElements | None = None, intro: Callable[[], None] | None = None
+) -> None:
     """Title and summary, each lesson section followed by its live element (keyed by section), quiz last."""
     live = dict(live or {})
     try:
@@ -78,7 +80,12 @@ def render_quiz(chapter: int) -> None:
     st.session_state["tk_quiz"] = progress.to_dict()
     st.progress(
         progress.answered(chapter) / len(questions),
-        text=t("quiz.score", correct=progress.correct(chapter), answered=progress.answered(chapter), total=len(questions)),
+        text=t(
+            "quiz.score",
+            correct=progress.correct(chapter),
+            answered=progress.answered(chapter),
+            total=len(questions),
+        ),
     )
     if progress.answered(chapter) and st.button(t("quiz.reset"), key=f"tk_quiz_reset_{chapter}"):
         progress.reset(chapter)

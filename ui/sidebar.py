@@ -70,7 +70,10 @@ def _status(status: ServerStatus | None) -> None:
     )
     with st.expander(t("sidebar.models")):
         rows = [
-            {t("sidebar.col_model"): m.name, t("sidebar.col_state"): ("✅ " if m.ready else "⛔ ") + (m.state or "?")}
+            {
+                t("sidebar.col_model"): m.name,
+                t("sidebar.col_state"): ("✅ " if m.ready else "⛔ ") + (m.state or "?"),
+            }
             for m in status.models
         ]
         st.dataframe(rows, hide_index=True, width="stretch")

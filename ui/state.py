@@ -98,7 +98,7 @@ def _holder() -> EmbeddedHolder:
 
 
 def server_mode() -> str:
-    """"remote" when the sidebar or TRITON_HTTP_URL/TRITON_GRPC_URL chose one, else "embedded"."""
+    """ "remote" when the sidebar or TRITON_HTTP_URL/TRITON_GRPC_URL chose one, else "embedded"."""
     if _MODE_KEY not in st.session_state:
         env = Endpoint.from_env()
         st.session_state[_MODE_KEY] = "remote" if env else "embedded"
@@ -110,7 +110,9 @@ def server_mode() -> str:
 def remote_urls() -> tuple[str, str]:
     if _REMOTE_KEY not in st.session_state:
         env = Endpoint.from_env()
-        st.session_state[_REMOTE_KEY] = (env.http_url, env.grpc_url) if env else ("localhost:8000", "localhost:8001")
+        st.session_state[_REMOTE_KEY] = (
+            (env.http_url, env.grpc_url) if env else ("localhost:8000", "localhost:8001")
+        )
     return st.session_state[_REMOTE_KEY]
 
 
