@@ -1,0 +1,251 @@
+"""The dynamic batching lab: reload the classifier with other batching settings, load it, and read
+how Triton actually batched (the statistics API's ``batch_stats``).
+
+Each experiment reloads ``classifier`` with a config override through the repository API
+(``POST /v2/repository/models/classifier/load`` with ``parameters.config``, the restricted API's key
+in the headers), runs a bounded load with :func:`triton_kitchen.bench.run_bench`, and reads the
+statistics before and after. The original configuration is ALWAYS restored afterwards, on error too
+(:func:`overridden`); only one experiment runs per server at a time (the model is shared by every
+session of the app).
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from triton_kitchen.bench import BenchProgress, run_bench
+from triton_kitchen.protocols import ProtocolError, _host_port, _http_get_json, image_tensor, sample_jpeg
+from triton_kitchen.server import Endpoint
+
+MODEL = "classifier"
+MAX_INSTANCES = 4
+MAX_QUEUE_DELAY_US = 100_000
+LOAD_TIMEOUT_S = 180.0
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+class BatchingError(RuntimeError):
+    """The repository API refused a load (message verbatim from Triton), or the lab is busy."""
+
+    def __init__(self, message: str, code: str = "load_failed") -> None:
+        super().__init__(message)
+        self.code = code  # "load_failed", "busy", "restore_failed", "bad_settings"
+
+
+@dataclass
+class BatchingSettings:
+    enabled: bool = True
+    max_queue_delay_us: int = 2000
+    preferred_batch_sizes: list[int] = field(default_factory=lambda: [4, 8])
+    instance_count: int = 1
+
+    def label(self) -> str:
+        if not self.enabled:
+            return f"off, {self.instance_count} instance(s)"
+        return (f"delay {self.max_queue_delay_us} us, preferred {self.preferred_batch_sizes or '-'}, "
+                f"{self.instance_count} instance(s)")
+
+
+def current_config(endpoint: Endpoint, model: str = MODEL, timeout: float = 10.0) -> dict:
+    return _http_get_json(endpoint.http_url, f"/v2/models/{model}/config", timeout)
+
+
+def config_override(base: dict, settings: BatchingSettings) -> dict:
+    """``base`` (the model config as JSON) with the lab's batching settings applied."""
+    max_batch = int(base.get("max_batch_size", 0) or 0)
+    if max_batch < 1:
+        raise BatchingError(f"{base.get('name')} has max_batch_size {max_batch}: it cannot batch", "bad_settings")
+    if not 1 <= settings.instance_count <= MAX_INSTANCES:
+        raise BatchingError(f"instance count must be 1..{MAX_INSTANCES}", "bad_settings")
+    if not 0 <= settings.max_queue_delay_us <= MAX_QUEUE_DELAY_US:
+        raise BatchingError(f"max_queue_delay_microseconds must be 0..{MAX_QUEUE_DELAY_US}", "bad_settings")
+    bad = [b for b in settings.preferred_batch_sizes if not 1 <= b <= max_batch]
+    if bad:
+        raise BatchingError(f"preferred_batch_size {bad} outside 1..max_batch_size ({max_batch})", "bad_settings")
+    cfg = copy.deepcopy(base)
+    if settings.enabled:
+        cfg["dynamic_batching"] = {
+            "preferred_batch_size": sorted(set(settings.preferred_batch_sizes)),
+            "max_queue_delay_microseconds": int(settings.max_queue_delay_us),
+        }
+    else:
+        cfg.pop("dynamic_batching", None)
+    groups = cfg.get("instance_group") or [{"kind": "KIND_CPU"}]
+    group = {k: v for k, v in groups[0].items() if k in ("kind", "gpus")}
+    group["count"] = int(settings.instance_count)
+    cfg["instance_group"] = [group]
+    return cfg
+
+
+def load_model(endpoint: Endpoint, model: str = MODEL, config: dict | None = None,
+               timeout: float = LOAD_TIMEOUT_S) -> None:
+    """(Re)load ``model`` through the repository API; ``config`` overrides config.pbtxt."""
+    host, port = _host_port(endpoint.http_url)
+    body = {"parameters": {"config": json.dumps(config)}} if config is not None else {}
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("POST", f"/v2/repository/models/{model}/load", body=json.dumps(body),
+                     headers={"Content-Type": "application/json", **endpoint.headers})
+        resp = conn.getresponse()
+        raw = resp.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise BatchingError(f"load {model}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        conn.close()
+    if resp.status != 200:
+        try:
+            message = json.loads(raw).get("error", raw.decode(errors="replace"))
+        except ValueError:
+            message = raw.decode(errors="replace")
+        raise BatchingError(f"load {model}: HTTP {resp.status}: {message}")
+
+
+def _batching_view(cfg: dict) -> tuple:
+    db = cfg.get("dynamic_batching")
+    groups = cfg.get("instance_group") or [{}]
+    return (
+        None if db is None else (tuple(db.get("preferred_batch_size", [])), int(db.get("max_queue_delay_microseconds", 0))),
+        int(groups[0].get("count", 1)),
+    )
+
+
+def restore(endpoint: Endpoint, original: dict, model: str = MODEL) -> None:
+    """Reload ``model`` from its config.pbtxt; if that does not give back ``original``'s batching
+    settings (someone loaded it with an override before us), load ``original`` itself."""
+    errors = []
+    try:
+        load_model(endpoint, model)
+        if _batching_view(current_config(endpoint, model)) == _batching_view(original):
+            return
+    except (BatchingError, ProtocolError) as exc:
+        errors.append(str(exc))
+    try:
+        load_model(endpoint, model, original)
+    except BatchingError as exc:
+        errors.append(str(exc))
+        raise BatchingError("could not restore the original config: " + "; ".join(errors), "restore_failed") from exc
+
+
+@contextmanager
+def overridden(endpoint: Endpoint, model: str = MODEL) -> Iterator[dict]:
+    """Hold the lab for this server, yield the original config, and restore it on the way out —
+    after success, error, stop, or a Streamlit rerun alike."""
+    with _locks_guard:
+        lock = _locks.setdefault(endpoint.http_url, threading.Lock())
+    if not lock.acquire(blocking=False):
+        raise BatchingError("another batching experiment is running on this server", "busy")
+    try:
+        original = current_config(endpoint, model)
+        try:
+            yield original
+        finally:
+            restore(endpoint, original, model)
+    finally:
+        lock.release()
+
+
+def batch_stats(endpoint: Endpoint, model: str = MODEL, timeout: float = 10.0) -> dict[int, int]:
+    """Executions per batch size so far (``batch_stats[].compute_infer.count``)."""
+    stats = _http_get_json(endpoint.http_url, f"/v2/models/{model}/stats", timeout)
+    out: dict[int, int] = {}
+    for entry in stats.get("model_stats", []):
+        for b in entry.get("batch_stats", []):
+            size = int(b["batch_size"])
+            out[size] = out.get(size, 0) + int(b.get("compute_infer", {}).get("count", 0))
+    return out
+
+
+def stats_delta(before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
+    return {k: v for k, v in sorted(delta.items()) if v > 0}
+
+
+@dataclass
+class ExperimentResult:
+    settings: BatchingSettings
+    concurrency: int
+    throughput_rps: float
+    latency_ms: dict[str, float | None]
+    requests: int
+    errors: int
+    batch_histogram: dict[int, int]  # batch size -> executions, during the run (warm-up included)
+    error_messages: list[str] = field(default_factory=list)
+
+    @property
+    def executions(self) -> int:
+        return sum(self.batch_histogram.values())
+
+    @property
+    def mean_batch_size(self) -> float | None:
+        n = self.executions
+        return sum(k * v for k, v in self.batch_histogram.items()) / n if n else None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["batch_histogram"] = {str(k): v for k, v in self.batch_histogram.items()}
+        d.update(executions=self.executions, mean_batch_size=self.mean_batch_size, label=self.settings.label())
+        return d
+
+
+def classifier_inputs() -> dict[str, np.ndarray]:
+    """The classifier's FP32 [1, 3, 224, 224] input: the sample photo, preprocessed on the client."""
+    return {"input": image_tensor(sample_jpeg())}
+
+
+def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, concurrency: int, duration_s: float,
+             protocol: str, stop, progress, model: str) -> ExperimentResult:
+    load_model(endpoint, model, config_override(original, settings))
+    before = batch_stats(endpoint, model)
+    r = run_bench(endpoint, model, protocol, concurrency, duration_s, inputs=classifier_inputs(),
+                  output_names=["logits"], count_wire=False, stop=stop, progress=progress)
+    after = batch_stats(endpoint, model)
+    return ExperimentResult(settings, concurrency, r.throughput_rps, r.latency_ms, r.requests, r.errors,
+                            stats_delta(before, after), r.error_messages)
+
+
+def run_experiment(endpoint: Endpoint, settings: BatchingSettings, concurrency: int = 8, duration_s: float = 3.0,
+                   protocol: str = "grpc", stop: threading.Event | None = None,
+                   progress: Callable[[BenchProgress], None] | None = None, model: str = MODEL) -> ExperimentResult:
+    """One setting: reload, bounded load, batch histogram; the original config is restored after."""
+    with overridden(endpoint, model) as original:
+        return _run_one(endpoint, original, settings, concurrency, duration_s, protocol, stop, progress, model)
+
+
+def compare_batching(
+    endpoint: Endpoint,
+    settings: BatchingSettings | None = None,
+    concurrency: int = 8,
+    duration_s: float = 3.0,
+    protocol: str = "grpc",
+    stop: threading.Event | None = None,
+    progress: Callable[[str, BenchProgress], None] | None = None,
+    model: str = MODEL,
+) -> dict:
+    """The same load with batching off, then on (``settings``), same instance count; the measured
+    throughput ratio on/off. The original config is restored afterwards."""
+    settings = settings or BatchingSettings()
+    off_settings = BatchingSettings(False, settings.max_queue_delay_us, list(settings.preferred_batch_sizes),
+                                    settings.instance_count)
+    results = {}
+    with overridden(endpoint, model) as original:
+        for name, s in (("off", off_settings), ("on", settings)):
+            if stop is not None and stop.is_set():
+                break
+            cb = (lambda p, name=name: progress(name, p)) if progress else None
+            results[name] = _run_one(endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model)
+    off, on = results.get("off"), results.get("on")
+    ratio = on.throughput_rps / off.throughput_rps if on and off and off.throughput_rps else None
+    p99_ratio = (on.latency_ms["p99"] / off.latency_ms["p99"]
+                 if on and off and on.latency_ms["p99"] and off.latency_ms["p99"] else None)
+    return {"off": off, "on": on, "throughput_ratio": ratio, "p99_ratio": p99_ratio,
+            "concurrency": concurrency, "duration_s": duration_s, "protocol": protocol}
