@@ -7,6 +7,8 @@ import signal
 import sys
 import threading
 
+from triton_kitchen.bench import add_bench_parser
+from triton_kitchen.cli_check import add_check_parser, add_dag_parser
 from triton_kitchen.server import DEFAULT_PORTS, DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
 
 
@@ -59,28 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for readiness")
     serve.set_defaults(func=cmd_serve)
 
-    for register in _optional_commands():
-        register(sub)
+    add_check_parser(sub)
+    add_dag_parser(sub)
+    add_bench_parser(sub)
     return parser
-
-
-def _optional_commands():
-    """Subcommands that live in their own modules (check, dag, bench)."""
-    registrars = []
-    for module, name in (("triton_kitchen.cli_check", "add_check_parser"), ("triton_kitchen.cli_check", "add_dag_parser"),
-                         ("triton_kitchen.bench", "add_bench_parser")):
-        try:
-            mod = __import__(module, fromlist=[name])
-        except ImportError:
-            continue
-        if hasattr(mod, name):
-            registrars.append(getattr(mod, name))
-    return registrars
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
