@@ -145,10 +145,13 @@ def test_ui_keys_and_placeholders_agree():
 def test_ui_placeholders_format():
     for lang in L.LANGS:
         for key, template in L.ui_strings(lang).items():
-            values = {name: 7 for name in L.placeholders(template)}
-            text = template.format(**values)
-            assert "{" not in text and "}" not in text, (lang, key)
-            assert L.t(key, lang, **values) == text
+            names = L.placeholders(template)
+            if not names:  # shown as written, literal braces and all
+                assert L.t(key, lang) == template
+                continue
+            values = {name: 7 for name in names}
+            text = template.format(**values)  # literal braces must be escaped as {{ }}
+            assert L.t(key, lang, **values) == text, (lang, key)
 
 
 def test_required_placeholders():
@@ -205,6 +208,8 @@ def test_t_falls_back_visibly():
     # a missing argument leaves its placeholder instead of raising
     assert "{message}" in L.t("error.config_syntax", "en", line=3)
     assert "{ms:.1f}" in L.t("classify.took", "en")  # no arguments: the template itself, not a crash
+    assert L.placeholders('{ key: "input" value: "x" } and {{escaped}}') == set()
+    assert L.placeholders("{ms:.1f} ms, {a.b} {c[0]}") == {"ms", "a", "c"}
     assert L.t("page.ch1", "fr") == L.t("page.ch1", L.DEFAULT_LANG)
     assert L.t("page.ch1", "en-US") == L.ui_strings("en")["page.ch1"]
 

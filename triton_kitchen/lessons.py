@@ -230,11 +230,23 @@ def ui_strings(lang: str = DEFAULT_LANG) -> dict[str, str]:
 
 
 def placeholders(template: str) -> set[str]:
-    """Names of the ``str.format`` fields in a template ('{ms:.0f}' -> 'ms')."""
+    """Names of the ``str.format`` fields in a template ('{ms:.1f}' -> 'ms').
+
+    Only identifiers count: a string without such fields is shown as written, so literal
+    braces (a config snippet such as ``{ key: "input" }``) need no escaping there. A string
+    that has placeholders must write literal braces as ``{{`` and ``}}``.
+    """
     names = set()
-    for _, name, _, _ in string.Formatter().parse(template):
-        if name is not None:
-            names.add(name.split(".")[0].split("[")[0])
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        return names
+    for _, name, _, _ in parsed:
+        if name is None:
+            continue
+        head = name.split(".")[0].split("[")[0]
+        if head.isidentifier():
+            names.add(head)
     return names
 
 
@@ -253,11 +265,11 @@ def t(key: str, lang: str | None = DEFAULT_LANG, **kwargs: Any) -> str:
     template = _ui_lookup(normalize_lang(lang)).get(key)
     if template is None:
         return key
-    if not kwargs and not placeholders(template):
+    if not placeholders(template):
         return template
     try:
         return template.format_map(_KeepMissing(kwargs))
-    except (ValueError, IndexError, KeyError, TypeError):
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError):
         return template
 
 
