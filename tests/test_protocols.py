@@ -1,0 +1,133 @@
+"""Three protocols against the real embedded server: same result, payload vs wire bytes, streaming."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from triton_kitchen import protocols as P
+
+
+@pytest.fixture(scope="module")
+def pipeline(server):
+    """ensemble_pipeline called the three ways with the preprocessed cat photo (one call each)."""
+    info, arrays = P.sample_inputs(server.endpoint, "ensemble_pipeline")
+    return P.compare_protocols(server.endpoint, "ensemble_pipeline", arrays, calls=1)
+
+
+def test_same_input_same_result_over_three_protocols(pipeline):
+    assert [r.protocol for r in pipeline.rows] == list(P.PROTOCOLS)
+    assert pipeline.same_result, pipeline.disagreements
+    probs = pipeline.row("grpc").outputs["output_label"]
+    assert probs.shape == (1, 1000)
+    assert abs(float(probs.sum()) - 1.0) < 1e-3
+    # and the check can fail: different outputs do not agree
+    other = {"output_label": np.roll(probs, 1)}
+    assert not P.outputs_agree(pipeline.row("grpc").outputs, other)
+
+
+def test_json_is_bigger_than_binary_for_fp32_tensors(pipeline):
+    j, b, g = pipeline.row("http-json"), pipeline.row("http-binary"), pipeline.row("grpc")
+    raw = 3 * 224 * 224 * 4
+    assert b.request_bytes > raw and g.request_bytes > raw  # the tensor plus a small header
+    assert j.request_bytes > 1.5 * b.request_bytes  # float text is longer than 4 bytes a number
+    assert pipeline.json_inflation == pytest.approx(j.request_bytes / b.request_bytes)
+    assert pipeline.json_response_inflation > 1.5  # 1000 probabilities as text, too
+    assert P.json_inflation({"x": np.random.default_rng(0).standard_normal((1, 1000)).astype(np.float32)}) > 2
+
+
+def test_wire_bytes_exceed_payload_bytes(pipeline):
+    for r in pipeline.rows:
+        assert r.wire_sent_per_call > r.request_bytes, r.protocol
+        assert r.wire_received_per_call > r.response_bytes, r.protocol
+        assert r.wire_overhead > 1.0
+    g = pipeline.row("grpc")
+    # the first gRPC call also carries the HTTP/2 preface and SETTINGS frames
+    assert g.wire_first_call_sent > g.wire_sent_per_call
+
+
+def test_jpeg_vs_raw_tensor(server, sample_jpegs):
+    computed = P.tensor_vs_jpeg(sample_jpegs["chelsea"])
+    assert computed["tensor_bytes"] == 602112
+    assert computed["ratio"] > 5
+    arrays = {"image_bytes": np.array([[sample_jpegs["chelsea"]]], dtype=object)}
+    c = P.compare_protocols(server.endpoint, "image_classifier", arrays, calls=1)
+    assert c.same_result, c.disagreements
+    labels = [v.decode() for v in c.row("grpc").outputs["top5_labels"][0]]
+    assert "cat" in labels[0]
+    # a JPEG is not UTF-8: JSON cannot carry it, so http-json sends that one input binary and says so
+    assert c.row("http-json").binary_inputs == ["image_bytes"]
+    assert c.row("http-binary").request_bytes < computed["tensor_bytes"] / 5
+
+
+def test_gzip_shrinks_http_bodies_and_keeps_the_result(server):
+    _, arrays = P.sample_inputs(server.endpoint, "ensemble_pipeline")
+    plain = P.measure_protocol(server.endpoint, "http-binary", "ensemble_pipeline", arrays, calls=1)
+    gz = P.measure_protocol(server.endpoint, "http-binary", "ensemble_pipeline", arrays, calls=1, compression="gzip")
+    assert gz.request_bytes < plain.request_bytes
+    assert gz.wire_sent_per_call < plain.wire_sent_per_call
+    assert P.outputs_agree(plain.outputs, gz.outputs)
+
+
+def test_inputs_synthesized_from_metadata_for_any_model(server):
+    info = P.model_info(server.endpoint, "postprocess", "grpc")
+    assert info.max_batch_size == 8 and [t.name for t in info.inputs] == ["logits"]
+    arrays = P.synthesize_inputs(info)
+    assert arrays["logits"].shape == (1, 1000) and arrays["logits"].dtype == np.float32
+    results = [P.call_once(server.endpoint, p, "postprocess", arrays) for p in P.PROTOCOLS]
+    assert all(P.outputs_agree(results[0].outputs, r.outputs) for r in results[1:])
+    assert set(results[0].outputs) == {"probabilities", "top5_labels", "top5_scores"}
+    streamer = P.model_info(server.endpoint, "streamer")
+    assert streamer.decoupled
+    assert set(P.synthesize_inputs(streamer)) == {"text"}  # the optional delay_ms is left out
+    assert set(P.synthesize_inputs(streamer, include_optional=True)) == {"text", "delay_ms"}
+    made_up = P.ModelInfo("m", [P.TensorInfo("ids", "INT64", [-1, -1]), P.TensorInfo("mask", "BOOL", [4])], [])
+    arrays = P.synthesize_inputs(made_up)
+    assert arrays["ids"].shape == (1, 1) and arrays["ids"].dtype == np.int64
+    assert arrays["mask"].dtype == bool
+
+
+def test_unknown_model_is_a_server_error_on_every_protocol(server):
+    for p in P.PROTOCOLS:
+        with pytest.raises(P.ProtocolError) as err:
+            P.call_once(server.endpoint, p, "no_such_model", {"x": np.zeros((1, 2), np.float32)})
+        assert err.value.kind == "server", p
+
+
+def test_counting_proxy_counts_exact_bytes_both_ways():
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while len(data) < 1000:
+                data += conn.recv(4096)
+            conn.sendall(data + b"!" * 500)
+
+    threading.Thread(target=serve, daemon=True).start()
+    with P.CountingProxy(f"127.0.0.1:{listener.getsockname()[1]}") as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(b"x" * 1000)
+            got = b""
+            while len(got) < 1500:
+                got += s.recv(4096)
+        assert proxy.snapshot() == (1000, 1500)
+        assert proxy.connections == 1
+    listener.close()
+
+
+def test_streaming_over_grpc_and_sse(server):
+    text = "one two three four"
+    runs = P.compare_streaming(server.endpoint, text, delay_ms=20, timeout_s=10)
+    assert [r.protocol for r in runs] == ["grpc-stream", "http-sse"]
+    for r in runs:
+        assert r.error is None, r.error
+        assert [tok.strip() for tok in r.tokens] == text.split()
+        assert r.ttft_ms is not None and r.ttft_ms < 1000
+        assert len(r.inter_token_ms) == 3
+        assert min(r.inter_token_ms) > 10  # the model waits 20 ms between tokens
+        assert r.to_dict()["tokens"] == 4
