@@ -163,6 +163,7 @@ class RequestTimeline:
     request_bytes: int | None = None
     response_bytes: int | None = None
     note: str = ""
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)  # Triton's own fragments
 
     @property
     def model(self) -> str:
@@ -249,12 +250,22 @@ class RequestTimeline:
             "response_bytes": self.response_bytes,
             "note": self.note,
             "root": self.root.to_dict(),
+            "triton_records": list(self.records),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestTimeline:
+        """Back from :meth:`to_dict`; when Triton's own records are there, the tree is parsed from them."""
+        records = list(data.get("triton_records") or [])
+        parsed = parse_records(records) if records else []
+        root = parsed[0].root if parsed else StepTrace.from_dict(data["root"])
+        if parsed:  # keep the step assignment that was saved
+            saved = {c["id"]: c.get("step") for c in data["root"].get("children", [])}
+            for child in root.children:
+                child.step = saved.get(child.trace_id)
         return cls(
-            root=StepTrace.from_dict(data["root"]),
+            root=root,
+            records=records,
             source=str(data.get("source", "trace")),
             protocol=data.get("protocol"),
             client_start_ns=data.get("client_start_ns"),
@@ -360,10 +371,13 @@ def assign_steps(
             continue
 
         def ready(i: int, child: StepTrace = child) -> tuple[int, int, int]:
-            ends = [done[p].end_ns for p in preds[i] if p in done]
+            # a step's outputs are handed on from COMPUTE_OUTPUT_START (before its REQUEST_END)
+            outs = [
+                done[p].timestamps.get(COMPUTE_OUTPUT_START, done[p].end_ns) for p in preds[i] if p in done
+            ]
             missing = sum(1 for p in preds[i] if p not in done)
-            late = sum(1 for e in ends if e > child.start_ns)
-            return (missing + late, max(ends, default=0), i)
+            late = sum(1 for e in outs if e > child.start_ns)
+            return (missing + late, max(outs, default=0), i)
 
         best = min(candidates, key=ready)
         child.step = best
@@ -466,8 +480,19 @@ def _find_new(base: Path, known: set[str], model: str, t0: int, t1: int) -> list
             records = read_json_array(f)
         except TraceError:
             continue  # still being written
-        out += [tl for tl in parse_records(records) if tl.model == model and t0 <= tl.root.start_ns <= t1]
+        for tl in parse_records(records):
+            if tl.model == model and t0 <= tl.root.start_ns <= t1:
+                ids = _tree_ids(tl.root)
+                tl.records = [r for r in records if isinstance(r, dict) and r.get("id") in ids]
+                out.append(tl)
     return out
+
+
+def _tree_ids(node: StepTrace) -> set[int]:
+    ids = {node.trace_id}
+    for c in node.children:
+        ids |= _tree_ids(c)
+    return ids
 
 
 # -- statistics fallback (remote servers) --------------------------------------------------------
