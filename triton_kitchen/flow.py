@@ -168,6 +168,66 @@ def send(
     return run
 
 
+def send_config(
+    endpoint: Endpoint,
+    config_text: str,
+    image: bytes | None = None,
+    protocol: str = "grpc",
+    repo: Path | str = DEFAULT_REPOSITORY,
+) -> FlowRun:
+    """Animate an edited ensemble config: load it under a temporary name, trace one request, unload it.
+
+    Its step models must exist on the server. Loading goes through the repository API with the
+    config as an override (the embedded server's restricted API: ``endpoint.headers``).
+    """
+    import secrets
+    import shutil
+    import tempfile
+
+    from google.protobuf.json_format import MessageToJson
+
+    from triton_kitchen.clients import http_client
+    from triton_kitchen.config import parse_config
+
+    try:
+        cfg = parse_config(config_text)
+    except Exception as exc:
+        raise FlowError("bad_config", str(exc)) from exc
+    name = f"tk_flow_{cfg.name or 'edited'}_{secrets.token_hex(3)}"
+    cfg.name = name
+    tmp = Path(tempfile.mkdtemp(prefix="tk-flow-"))
+    try:
+        for model_dir in Path(repo).iterdir():  # the repository's other models, for tensor types and shapes
+            if (model_dir / "config.pbtxt").is_file():
+                (tmp / model_dir.name).symlink_to(model_dir.resolve(), target_is_directory=True)
+        (tmp / name / "1").mkdir(parents=True)
+        (tmp / name / "config.pbtxt").write_text(config_text, encoding="utf-8")
+        try:
+            dag = build_dag(name, tmp, validate=False)
+        except Exception as exc:
+            raise FlowError("not_ensemble", str(exc)) from exc
+        dag.name = name
+        hc = http_client(endpoint)
+        try:
+            hc.load_model(
+                name,
+                config=MessageToJson(cfg, preserving_proto_field_name=True),
+                files={"file:1/README": b"ensemble: no files"},
+                headers=endpoint.headers,
+            )
+        except Exception as exc:  # Triton's own load error, shown verbatim by the page
+            raise FlowError("load_failed", str(exc)) from exc
+        try:
+            return send(endpoint, name, image=image, protocol=protocol, dag=dag)
+        finally:
+            try:
+                hc.unload_model(name, headers=endpoint.headers)
+            except Exception:  # already gone; nothing to clean
+                pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def array_bytes(array) -> int:
     """Bytes of a tensor's data as Triton carries it (BYTES: 4-byte length prefix per element)."""
     array = np.asarray(array)

@@ -1,0 +1,208 @@
+"""flow.py: frames sit on the trace's timestamps; every ensemble animates live; recorded replay; Gantt."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from triton_kitchen import flow
+from triton_kitchen.config import load_repository
+
+ROOT = Path(__file__).resolve().parent.parent
+ENSEMBLES = sorted(
+    name
+    for name, e in load_repository(ROOT / "model_repository").items()
+    if e.config is not None and e.config.platform == "ensemble"
+)
+
+
+@pytest.fixture(scope="module")
+def recorded_runs() -> dict[str, flow.FlowRun]:
+    return {r.dag.name: r for r in flow.recorded()}
+
+
+def expected_state(ts: dict[str, int], t: int) -> str:
+    """A step's state from its raw Triton timestamps, written independently of StepTrace.state_at."""
+    if t < ts["REQUEST_START"]:
+        return "idle"
+    if t >= ts["REQUEST_END"]:
+        return "done"
+    if ts["QUEUE_START"] <= t < ts["COMPUTE_START"]:
+        return "queued"
+    if ts["COMPUTE_START"] <= t < ts["COMPUTE_END"]:
+        return "computing"
+    return "handoff"
+
+
+def test_recorded_trace_covers_every_ensemble(recorded_runs):
+    assert sorted(recorded_runs) == ENSEMBLES
+    for run in recorded_runs.values():
+        assert run.source == "recorded"
+        assert sorted(run.timeline.by_step()) == list(range(len(run.dag.steps)))
+
+
+@pytest.mark.parametrize("pacing", flow.PACINGS)
+def test_frame_timing_equals_the_trace_timestamps(recorded_runs, pacing):
+    for run in recorded_runs.values():
+        frs = flow.frames(run, "en", pacing)
+        times = [f.t_ns for f in frs]
+        assert times == sorted(times)
+        # every instant Triton recorded is a key frame, at exactly that nanosecond; nothing else is
+        stamps = {ns for ns, _, _ in run.timeline.events()}
+        keys = {f.t_ns for f in frs if f.key}
+        assert stamps <= keys
+        assert keys == set(flow.key_times(run))
+        assert times[0] == min(stamps) and times[-1] == max(stamps)
+        # what each frame shows is what the raw timestamps say at that instant
+        raw = {c.step: c.timestamps for c in run.timeline.root.children}
+        for f in frs:
+            for i, s in enumerate(run.dag.steps):
+                assert f.states[s.id] == expected_state(raw[i], f.t_ns), (run.dag.name, s.id, f.t_ns)
+        # the figure carries the same instants, and the slider shows them in ms since the origin
+        fig = flow.animation(run, "en", pacing)
+        assert list(fig.layout.meta["frame_t_ns"]) == times
+        origin = run.timeline.origin_ns
+        labels = [s.label for s in fig.layout.sliders[0].steps]
+        assert labels == [f"{(t - origin) / 1e6:.3f} ms" for t in times]
+
+
+def test_real_pacing_plays_in_proportion_to_trace_time(recorded_runs):
+    """All frames show for the same time, so a frame's index is its display time."""
+    run = recorded_runs["tta_ensemble"]
+    target = 200
+    frs = flow.frames(run, "en", "real", target)
+    keys = flow.key_times(run)
+    tick = (keys[-1] - keys[0]) / target
+    for idx, f in enumerate(frs):
+        if f.key:  # rounding: at most half a frame per gap, a minimum of one frame per gap
+            assert abs(idx - (f.t_ns - keys[0]) / tick) <= keys.index(f.t_ns) + 1
+    # long gaps get many frames, short gaps one: the real pacing differs from the events pacing
+    assert len(frs) != len(flow.frames(run, "en", "events", target))
+
+
+def test_tensors_travel_each_edge_and_branches_move_together(recorded_runs):
+    run = recorded_runs["tta_ensemble"]
+    frs = flow.frames(run, "en")
+    seen = set()
+    for f in frs:
+        seen.update(e for e, frac in f.tensors.items() if 0 < frac < 1)
+    assert seen == {e for e in run.dag.edges()}
+    busy = [
+        sum(1 for s in ("classifier#1", "hflip", "classifier#2") if f.states[s] in ("queued", "computing"))
+        for f in frs
+    ]
+    assert max(busy) >= 2  # the two branches are in flight at the same time
+    hops = {(h.src, h.dst): h for h in flow.hops(run)}
+    for h in hops.values():
+        assert h.depart <= h.arrive
+    label = flow.tensor_label(run, "image_tensor")
+    assert label == "image_tensor [1,3,224,224] 602 kB"
+
+
+def test_captions_in_both_languages(recorded_runs):
+    run = recorded_runs["cascade_ensemble"]
+    en = [f.caption for f in flow.frames(run, "en")]
+    zh = [f.caption for f in flow.frames(run, "zh")]
+    assert len(en) == len(zh) and en != zh
+    for c in en + zh:
+        assert "\n" not in c and "lab_flow." not in c and " ms · " in c
+    assert any("queue" in c for c in en) and any("队列" in c for c in zh)
+
+
+def test_gantt_bars_are_the_trace_phases(recorded_runs):
+    run = recorded_runs["image_classifier"]
+    fig = flow.gantt(run, "en")
+    origin = run.timeline.origin_ns
+    rows = flow.gantt_rows(run)
+    bars = sum(len(t.x) for t in fig.data)
+    assert bars == len(rows)
+    infer = next(t for t in fig.data if t.name == "infer")
+    want = sorted((p.start_ns - origin) / 1e6 for _, p in rows if p.kind == "infer")
+    assert sorted(infer.base) == pytest.approx(want)
+    kinds = {p.kind for _, p in rows}
+    assert {"queue", "compute_input", "infer", "compute_output", "client_send", "client_receive"} <= kinds
+
+
+@pytest.mark.parametrize("model", ENSEMBLES)
+def test_every_ensemble_animates_live(server, sample_jpegs, model):
+    run = flow.send(server.endpoint, model, image=sample_jpegs["chelsea"], protocol="grpc")
+    assert run.source == "trace"
+    assert sorted(run.timeline.by_step()) == list(range(len(run.dag.steps)))
+    fig = flow.animation(run, "zh")
+    assert len(fig.frames) >= 2 * len(run.dag.steps)
+    assert math.isclose(run.timeline.server_ms, (run.timeline.root.end_ns - run.timeline.root.start_ns) / 1e6)
+
+
+def test_edited_config_animates(server, sample_jpegs):
+    text = (ROOT / "model_repository/image_classifier/config.pbtxt").read_text()
+    text = text.replace('name: "image_classifier"', 'name: "my_pipeline"')
+    run = flow.send_config(server.endpoint, text, image=sample_jpegs["coffee"], protocol="http")
+    assert run.source == "trace" and run.timeline.protocol == "http"
+    assert [s.model for s in run.dag.steps] == ["preprocess", "classifier", "postprocess"]
+    assert flow.frames(run, "en")
+    from triton_kitchen.clients import http_client
+
+    assert not http_client(server.endpoint).is_model_ready(run.dag.name)  # unloaded again
+
+
+def test_a_broken_edit_is_a_flow_error(server):
+    with pytest.raises(flow.FlowError) as err:
+        flow.send_config(
+            server.endpoint, 'name: "x" platform: "ensemble" ensemble_scheduling { step [ { model_name: '
+        )
+    assert err.value.code == "bad_config"
+
+
+@pytest.mark.browser
+def test_animation_plays_in_a_browser_and_screenshots(recorded_runs):
+    """Start, middle and end of tta_ensemble's animation in Chromium (artifacts/flow_*.png)."""
+    if not shutil.which("chromium") and not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian's chromium is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    art = ROOT / "artifacts"
+    art.mkdir(exist_ok=True)
+    run = recorded_runs["tta_ensemble"]
+    fig = flow.animation(run, "en")
+    html = art / "flow_tta.html"
+    fig.write_html(html, include_plotlyjs=True)
+    frs = flow.frames(run, "en")
+    n = len(frs)
+    moving = [i for i, f in enumerate(frs) if any(0 < x < 1 for x in f.tensors.values())]
+    middle = min(moving, key=lambda i: abs(i - n // 2))
+    args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        page = browser.new_page(viewport={"width": 1300, "height": 640})
+        page.goto(html.as_uri())
+        page.wait_for_selector(".main-svg")
+        page.screenshot(path=str(art / "flow_start.png"))
+        for label, i in (("middle", middle), ("end", n - 1)):
+            page.evaluate(
+                "i => Plotly.animate(document.querySelector('.plotly-graph-div'), ['f' + i],"
+                " {mode: 'immediate', frame: {duration: 0, redraw: true}, transition: {duration: 0}})",
+                i,
+            )
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(art / f"flow_{label}.png"))
+        page.evaluate(
+            "() => Plotly.animate(document.querySelector('.plotly-graph-div'), ['f0'],"
+            " {mode: 'immediate', frame: {duration: 0}, transition: {duration: 0}})"
+        )
+        page.get_by_text("▶ fast").click()
+        page.wait_for_timeout(1200)
+        current = page.evaluate("() => document.querySelector('.plotly-graph-div')._fullLayout._currentFrame")
+        page.get_by_text("■ pause").click()
+        browser.close()
+    assert current and int(current[1:]) > 3  # playing advanced the frames client-side
+    for label in ("start", "middle", "end"):
+        assert (art / f"flow_{label}.png").stat().st_size > 10_000

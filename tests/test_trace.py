@@ -1,0 +1,132 @@
+"""trace.py on the recorded real traces and on live ones from the embedded server."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from triton_kitchen import trace
+from triton_kitchen.clients import client_for, http_client
+from triton_kitchen.ensemble import build_dag
+from triton_kitchen.flow import RECORDED_TRACE, step_models
+from triton_kitchen.server import DEFAULT_REPOSITORY
+
+ORDER = [
+    trace.REQUEST_START,
+    trace.QUEUE_START,
+    trace.COMPUTE_START,
+    trace.COMPUTE_INPUT_END,
+    trace.COMPUTE_OUTPUT_START,
+    trace.COMPUTE_END,
+    trace.REQUEST_END,
+]
+
+
+def recorded_records() -> list[tuple[str, list[dict]]]:
+    data = json.loads(RECORDED_TRACE.read_text())
+    return [(item["root"]["model_name"], item["triton_records"]) for item in data["timelines"]]
+
+
+def check_tree(tl: trace.RequestTimeline, steps: list[str]) -> None:
+    assert sorted(c.model for c in tl.root.children) == sorted(steps)
+    for child in tl.root.children:
+        assert child.parent_id == tl.root.trace_id
+        stamps = [child.timestamps[n] for n in ORDER]
+        assert stamps == sorted(stamps), (child.model, child.timestamps)
+        assert tl.root.start_ns <= child.start_ns <= child.end_ns <= tl.root.end_ns
+        assert [p.kind for p in child.phases()] == ["queue", "compute_input", "infer", "compute_output"]
+
+
+@pytest.mark.parametrize("model,records", recorded_records(), ids=[m for m, _ in recorded_records()])
+def test_recorded_raw_triton_records_parse_into_one_tree(model, records):
+    assert all("id" in r for r in records) and any("parent_id" in r for r in records)
+    (tl,) = trace.parse_records(records)
+    models, _ = step_models(build_dag(model, DEFAULT_REPOSITORY, validate=False))
+    assert tl.model == model and tl.protocol == "grpc"
+    check_tree(tl, models)
+
+
+def test_numbered_trace_files_read_in_index_order(tmp_path):
+    recs = recorded_records()
+    base = tmp_path / "trace.json"
+    for i, (_, records) in enumerate(recs):  # .0 .1 ... and a .10 that must sort after .2
+        (tmp_path / f"trace.json.{10 if i == len(recs) - 1 else i}").write_text(json.dumps(records))
+    (tmp_path / "trace.json.3.tmp").write_text("not a trace")
+    names = [p.name for p in trace.trace_files(base)]
+    assert names[-1] == "trace.json.10" and "trace.json.3.tmp" not in names
+    tls = trace.load_timelines(base)
+    assert sorted(t.model for t in tls) == sorted(m for m, _ in recs)
+
+
+def test_timeline_round_trips_through_json():
+    data = json.loads(RECORDED_TRACE.read_text())["timelines"][0]
+    tl = trace.RequestTimeline.from_dict(data)
+    again = trace.RequestTimeline.from_dict(json.loads(json.dumps(tl.to_dict())))
+    assert again.events() == tl.events() and again.network_phases() == tl.network_phases()
+
+
+def test_two_executions_of_one_model_go_to_the_right_steps():
+    (_, records) = next(r for r in recorded_records() if r[0] == "tta_ensemble")
+    (tl,) = trace.parse_records(records)
+    models, preds = step_models(build_dag("tta_ensemble", DEFAULT_REPOSITORY, validate=False))
+    trace.assign_steps(tl, models, preds)
+    by = tl.by_step()
+    assert sorted(by) == list(range(len(models)))
+    hflip = by[models.index("hflip")][0]
+    second = by[3][0]  # classifier on the mirrored image
+    assert models[3] == "classifier" and second.start_ns >= hflip.timestamps[trace.COMPUTE_OUTPUT_START]
+
+
+def test_overlap():
+    assert trace.overlap_ns([(0, 10)], [(5, 20)]) == 5
+    assert trace.overlap_ns([(0, 10), (30, 40)], [(5, 35)]) == 10
+    assert trace.overlap_ns([(0, 1)], [(2, 3)]) == 0
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_live_trace_of_one_request(server, sample_jpegs, protocol):
+    ep = server.endpoint
+    client, lib = client_for(protocol, ep)
+    tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[sample_jpegs["coffee"]]], dtype=object))
+    hc = http_client(ep)
+    result, tl = trace.capture(
+        hc, "image_classifier", lambda: client.infer("image_classifier", [tensor]), headers=ep.headers
+    )
+    assert result.as_numpy("top5_labels") is not None
+    assert tl.source == "trace" and tl.protocol == protocol
+    check_tree(tl, ["preprocess", "classifier", "postprocess"])
+    # same clock: the client's send precedes Triton's REQUEST_START, which precedes its response
+    assert (
+        tl.client_start_ns
+        <= tl.root.start_ns
+        <= tl.root.timestamps[trace.INFER_RESPONSE_COMPLETE]
+        <= tl.client_end_ns
+    )
+    kinds = {p.kind for p in tl.network_phases()}
+    assert {"client_send", "client_receive"} <= kinds
+    assert ("http_recv" in kinds) == (protocol == "http")
+    # tracing is switched off again for the model
+    assert trace.trace_settings(hc, "image_classifier", ep.headers)["trace_level"] == ["OFF"]
+
+
+def test_statistics_fallback_labels_itself(server, sample_jpegs):
+    ep = server.endpoint
+    client, lib = client_for("grpc", ep)
+    tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[sample_jpegs["camera"]]], dtype=object))
+    models, preds = step_models(build_dag("image_classifier", DEFAULT_REPOSITORY, validate=False))
+    hc = http_client(ep)
+    before = trace.model_statistics(hc, models)
+    client.infer("image_classifier", [tensor])
+    after = trace.model_statistics(hc, models)
+    assert all(after[m]["count"] - before[m]["count"] >= 1 for m in models)
+    tl = trace.statistics_timeline("image_classifier", models, preds, before, after)
+    assert tl.source == "statistics" and "laid out" in tl.note
+    steps = tl.steps
+    assert [s.model for s in steps] == models
+    for a, b in zip(steps, steps[1:], strict=False):
+        assert b.start_ns == a.end_ns  # a chain: each step laid out after its predecessor
+    assert steps[1].timestamps[trace.COMPUTE_END] > steps[1].timestamps[trace.COMPUTE_START]
