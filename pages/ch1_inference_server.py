@@ -5,8 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import repository as repo
+from triton_kitchen.classify import ClassifyError, classify
 from ui import state
+from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
+from ui.sidebar import current_status
 from ui.state import t
 
 
@@ -64,9 +67,42 @@ def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None) -> 
             st.code(repo.loaded_config_text(ep, entry.name), language="protobuf")
 
 
+def order_a_meal() -> None:
+    """Send a photo through image_classifier (preprocess -> classifier -> postprocess) and show the top-5."""
+    st.subheader(t("ch1.try_title"))
+    st.caption(t("ch1.try_help"))
+    left, right = st.columns([1, 2])
+    with left:
+        image = pick_image("ch1")
+        protocol = st.radio(
+            t("classify.protocol"),
+            ["grpc", "http"],
+            format_func=str.upper,
+            horizontal=True,
+            key="ch1_protocol",
+        )
+        ep = state.endpoint()
+        clicked = st.button(
+            t("classify.button"), key="ch1_classify", type="primary", disabled=image is None or ep is None
+        )
+    with right:
+        if clicked:
+            try:
+                result = classify(ep, image, model="image_classifier", protocol=protocol)
+                st.session_state["ch1_result"] = (hash(image), result)
+            except ClassifyError as exc:
+                st.session_state.pop("ch1_result", None)
+                state.show_error(exc)
+        kept = st.session_state.get("ch1_result")
+        if kept is not None and image is not None and kept[0] == hash(image):
+            show_classification(kept[1])
+        elif image is None:
+            st.info(t("classify.pick_first"))
+
+
 def repository_browser() -> None:
     st.subheader(t("repo.title"))
-    status = st.session_state.get("tk_status")
+    status = st.session_state.get("tk_status") or current_status()
     entries = repo.scan_repository()
     st.caption(t("repo.path", path=str(repo.DEFAULT_REPOSITORY.name) + "/"))
     st.dataframe(_columns(repo.summary_rows(entries, status), "repo.col"), hide_index=True, width="stretch")
@@ -109,6 +145,7 @@ def other_repository() -> None:
 render_lesson(
     1,
     live={
+        "kitchen": order_a_meal,
         "repository": repository_browser,
         "config": other_repository,
         "batching": lambda: page_link("pages/lab_batching.py", "ch1.to_batching_lab"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import repository as repo
+from ui import state
 from ui.lesson import render_lesson
 from ui.state import t
 
@@ -34,19 +35,19 @@ def editor() -> None:
             )
             st.rerun()
     with right:
-        check = repo.check_ensemble_text(text)
+        check = repo.check_ensemble_text(text, MODEL, lang=state.lang())
         errors = [p for p in check.problems if p.severity == "error"]
         warnings = [p for p in check.problems if p.severity != "error"]
         if check.ok:
             st.success(t("ch2.valid", steps=len(check.config.ensemble_scheduling.step)), icon="✅")
         else:
             st.error(t("ch2.invalid", n=len(errors)), icon="⛔")
-        for p in errors:
+        for p in errors + warnings:
             where = t("ch2.line", line=p.line) + " · " if p.line else ""
-            st.markdown(f"- ⛔ {where}`{p.message}`")
-        for p in warnings:
-            where = t("ch2.line", line=p.line) + " · " if p.line else ""
-            st.markdown(f"- ⚠️ {where}`{p.message}`")
+            icon = "⛔" if p.severity == "error" else "⚠️"
+            st.markdown(f"{icon} {where}{p.message}")
+            if p.triton:
+                st.caption(t("live.triton_said", message=p.triton))
         if check.dot:
             st.graphviz_chart(check.dot, width="stretch")
             st.caption(t("ch2.dag_caption"))

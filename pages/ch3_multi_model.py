@@ -22,7 +22,7 @@ def _draw(name: str) -> None:
     if entry is None or entry.config is None:
         state.show_error("model_not_ready", name)
         return
-    st.graphviz_chart(repo.simple_dot(entry.config), width="stretch")
+    st.graphviz_chart(repo.ensemble_dot(name, lang=state.lang()), width="stretch")
     st.caption(t("ch3.drawn_from", model=name))
 
 
@@ -65,20 +65,20 @@ def cascade() -> None:
 
 
 def memory() -> None:
-    models = _models()
     name = st.selectbox(
         t("ch3.memory_model"),
         ["image_classifier", "tta_ensemble", "cascade_ensemble", "ensemble_pipeline"],
         key="ch3_mem_model",
     )
-    entry = models[name]
-    rows = [r for r in repo.intermediate_tensors(entry.config, models) if not r["is_output"]]
-    in_flight = st.slider(t("ch3.in_flight"), 1, 128, 64, key="ch3_in_flight")
+    c1, c2 = st.columns(2)
+    batch = c1.select_slider(t("ch3.batch"), [1, 2, 4, 8], value=8, key="ch3_batch")
+    in_flight = c2.slider(t("ch3.in_flight"), 1, 128, 64, key="ch3_in_flight")
+    rows = repo.intermediate_memory(name, batch_size=batch, in_flight=in_flight)
     names = [r["tensor"] for r in rows]
     per_request = [(r["bytes_per_request"] or 0) / 1e6 for r in rows]
     fig = go.Figure(
         [
-            go.Bar(name=t("ch3.per_request"), x=names, y=per_request, marker_color="#76b900"),
+            go.Bar(name=t("ch3.per_request", b=batch), x=names, y=per_request, marker_color="#76b900"),
             go.Bar(
                 name=t("ch3.per_in_flight", n=in_flight),
                 x=names,
@@ -90,7 +90,7 @@ def memory() -> None:
     fig.update_layout(barmode="group", height=320, yaxis_title="MB", margin=dict(l=10, r=10, t=30, b=10))
     st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
     total = sum(per_request)
-    st.caption(t("ch3.memory_caption", total=total, n=in_flight, total_n=total * in_flight))
+    st.caption(t("ch3.memory_caption", b=batch, total=total, n=in_flight, total_n=total * in_flight))
     st.dataframe(
         [
             {
@@ -99,7 +99,7 @@ def memory() -> None:
                 t("ch3.col.consumers"): ", ".join(r["consumers"]),
                 t("ch3.col.type"): f"{r['data_type']} {r['dims']}",
                 t("ch3.col.bytes"): r["bytes_per_request"],
-                t("ch3.col.batch_bytes"): r["bytes_per_batch"],
+                t("ch3.col.batch_bytes"): r["bytes_in_flight"],
             }
             for r in rows
         ],

@@ -18,9 +18,8 @@ def demo() -> None:
         st.caption(t("ch7.urls", http=ep.http_url, grpc=ep.grpc_url))
     use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo")
     image = pick_image("ch7") if use_photo else None
-    mistake = st.selectbox(
-        t("ch7.mistake"), MISTAKES, format_func=lambda m: t(f"ch7.mistake_{m}"), key="ch7_mistake"
-    )
+    labels = {t(f"ch7.mistake_{m}"): m for m in MISTAKES}
+    mistake = labels.get(st.selectbox(t("ch7.mistake"), list(labels), key="ch7_mistake"), "none")
     if st.button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
         st.session_state["ch7_runs"] = [run_tutorial(ep, p, image, mistake) for p in ("http", "grpc")]
     runs = st.session_state.get("ch7_runs")

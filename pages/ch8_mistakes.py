@@ -21,12 +21,14 @@ PHOTO = "chelsea"
 def _map_direction() -> None:
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
     swapped = text.replace('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"')
-    check = repo.check_ensemble_text(swapped)
+    check = repo.check_ensemble_text(swapped, lang=state.lang())
     st.code(
         'input_map { key: "image_tensor" value: "input" }   # ' + t("ch8.m1_swapped"), language="protobuf"
     )
     for p in check.problems[:3]:
-        st.markdown(f"- ⛔ `{p.message}`")
+        st.markdown(f"⛔ {p.message}")
+        if p.triton:
+            st.caption(t("live.triton_said", message=p.triton))
 
 
 def _order() -> None:
@@ -37,10 +39,12 @@ def _order() -> None:
     cfg.ensemble_scheduling.step.extend(reversed(steps))
     from google.protobuf import text_format
 
-    check = repo.check_ensemble_text(text_format.MessageToString(cfg))
+    check = repo.check_ensemble_text(text_format.MessageToString(cfg), lang=state.lang())
     st.caption(t("ch8.m2_reversed", order=" → ".join(s.model_name for s in cfg.ensemble_scheduling.step)))
     if check.ok:
         st.success(t("ch8.m2_ok"), icon="✅")
+        stages = check.dag.stages
+        st.caption(t("ch8.m2_stages", stages=" | ".join(", ".join(s) for s in stages)))
     st.graphviz_chart(check.dot, width="stretch")
 
 

@@ -334,204 +334,112 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
     return rows
 
 
-# -- ensembles drawn from configs (a small fallback; triton_kitchen.ensemble/diagram do it fully) ---
-DTYPE_BYTES = {
-    "BOOL": 1, "UINT8": 1, "INT8": 1, "UINT16": 2, "INT16": 2, "FP16": 2, "BF16": 2,
-    "UINT32": 4, "INT32": 4, "FP32": 4, "UINT64": 8, "INT64": 8, "FP64": 8,
-}  # fmt: skip
-
-
-def intermediate_tensors(ensemble: model_config_pb2.ModelConfig, models: dict[str, ModelEntry]) -> list[dict]:
-    """Each tensor an ensemble step produces: producer, consumers, type, dims and bytes per request
-    and per full batch (computed from the step models' configs; STRING has no fixed size)."""
-    outputs = {o.name for o in ensemble.output}
-    rows: dict[str, dict] = {}
-    for step in ensemble.ensemble_scheduling.step:
-        entry = models.get(step.model_name)
-        step_outputs = {o.name: o for o in entry.config.output} if entry and entry.config else {}
-        for key, value in step.output_map.items():
-            spec = step_outputs.get(key)
-            dtype = _dtype(spec.data_type) if spec is not None else "?"
-            dims = list(spec.dims) if spec is not None else []
-            size = DTYPE_BYTES.get(dtype)
-            per_request = None
-            if size is not None and dims and all(d > 0 for d in dims):
-                per_request = size
-                for d in dims:
-                    per_request *= d
-            rows[value] = {
-                "tensor": value,
-                "producer": step.model_name,
-                "consumers": [],
-                "data_type": dtype,
-                "dims": dims,
-                "bytes_per_request": per_request,
-                "bytes_per_batch": per_request * max(1, ensemble.max_batch_size) if per_request else None,
-                "is_output": value in outputs,
-            }
-    for step in ensemble.ensemble_scheduling.step:
-        for value in step.input_map.values():
-            if value in rows:
-                rows[value]["consumers"].append(step.model_name)
-    return list(rows.values())
-
-
-def simple_dot(ensemble: model_config_pb2.ModelConfig) -> str:
-    """A Graphviz DOT drawing of an ensemble: inputs, steps and tensors as edges."""
-    lines = [
-        "digraph ensemble {",
-        "  rankdir=LR; node [fontname=Helvetica, fontsize=11]; edge [fontname=Helvetica, fontsize=9];",
-    ]
-    producers: dict[str, str] = {}
-    for o in ensemble.input:
-        producers[o.name] = f"in_{o.name}"
-        lines.append(f'  "in_{o.name}" [label="{o.name}", shape=cds, style=filled, fillcolor="#dbeafe"];')
-    for i, step in enumerate(ensemble.ensemble_scheduling.step):
-        lines.append(
-            f'  "s{i}" [label="{step.model_name}", shape=box, style="rounded,filled", fillcolor="#e8f5d0"];'
-        )
-        for value in step.output_map.values():
-            producers[value] = f"s{i}"
-    for o in ensemble.output:
-        lines.append(f'  "out_{o.name}" [label="{o.name}", shape=cds, style=filled, fillcolor="#fde68a"];')
-        if o.name in producers:
-            lines.append(f'  "{producers[o.name]}" -> "out_{o.name}" [label="{o.name}"];')
-    for i, step in enumerate(ensemble.ensemble_scheduling.step):
-        for key, value in step.input_map.items():
-            src = producers.get(value)
-            if src:
-                lines.append(f'  "{src}" -> "s{i}" [label="{value} → {key}"];')
-    lines.append("}")
-    return "\n".join(lines)
-
-
+# -- ensembles: validation, DAG and memory through triton_kitchen.config/ensemble/diagram -------
 @dataclass
 class Problem:
     severity: str  # "error" | "warning"
     message: str
     line: int | None = None
+    code: str = ""
+    triton: str | None = None  # Triton's own wording, where known
 
 
 @dataclass
 class EnsembleCheck:
-    """An edited ensemble config: parsed (or not), its problems, and a drawing."""
+    """An edited ensemble config: parsed (or not), its problems, its DAG and a drawing."""
 
     config: model_config_pb2.ModelConfig | None
     problems: list[Problem] = field(default_factory=list)
     dot: str = ""
+    dag: object | None = None
 
     @property
     def ok(self) -> bool:
         return self.config is not None and not any(p.severity == "error" for p in self.problems)
 
 
-def _line_containing(text: str, needle: str) -> int | None:
-    for n, line in enumerate(text.splitlines(), start=1):
-        if needle in line:
-            return n
-    return None
+def _problem(p) -> Problem:
+    return Problem(p.severity, p.message, p.line, p.code, p.triton_message)
 
 
-def check_ensemble_text(text: str, repo: Path | str = DEFAULT_REPOSITORY) -> EnsembleCheck:
-    """Parse and check an edited ensemble config against the step models of ``repo``.
+def check_ensemble_text(
+    text: str, name: str = "image_classifier", repo: Path | str = DEFAULT_REPOSITORY, lang: str = "en"
+) -> EnsembleCheck:
+    """Check an edited config of model ``name`` as if it replaced that model's file in ``repo``.
 
-    Uses the project's validator (``triton_kitchen.ensemble``) when it is installed; otherwise a
-    smaller set of Triton's rules: known step models, model_version, map keys against the step
-    models' tensors, one producer per tensor, every input written and every output produced.
+    Triton's rules (triton_kitchen.ensemble) against the real step models; nothing is written or loaded.
     """
+    from triton_kitchen import config as cfgmod
+    from triton_kitchen import diagram, ensemble
+
+    if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
+        return EnsembleCheck(
+            None, [Problem("error", f"over {MAX_CONFIG_BYTES} bytes", None, "config_too_large")]
+        )
+    models = cfgmod.load_repository(repo)
+    base = models.get(name)
+    folder = Path(repo) / name
     try:
-        cfg = parse_config_text(text)
-    except RepositoryError as exc:
-        return EnsembleCheck(None, [Problem("error", exc.detail, _line_of(exc.detail))])
-    check = EnsembleCheck(cfg)
-    add = check.problems.append
-    if cfg.platform != "ensemble":
-        add(Problem("error", 'platform is not "ensemble"', _line_containing(text, "platform")))
-        return check
-    models = {e.name: e for e in scan_repository(repo)}
-    produced: dict[str, str] = {i.name: "<ensemble input>" for i in cfg.input}
-    for step in cfg.ensemble_scheduling.step:
-        for value in step.output_map.values():
-            if value in produced:
-                add(
-                    Problem(
-                        "error",
-                        f"ensemble tensor '{value}' can appear in an output map only once for ensemble '{cfg.name}'",
-                        _line_containing(text, f'value: "{value}"'),
-                    )
-                )
-            produced[value] = step.model_name
-    for step in cfg.ensemble_scheduling.step:
-        line = _line_containing(text, f'model_name: "{step.model_name}"')
-        entry = models.get(step.model_name)
-        if entry is None or entry.config is None:
-            add(Problem("error", f"step model '{step.model_name}' is not in the repository", line))
-            continue
-        if step.model_version == 0:
-            add(
-                Problem(
-                    "error",
-                    f"model_version of step '{step.model_name}' is 0 (omitted means 0, not latest): "
-                    "required version 0 is not loaded — write -1",
-                    line,
-                )
-            )
-        step_in = {i.name for i in entry.config.input}
-        step_out = {o.name for o in entry.config.output}
-        for key, value in step.input_map.items():
-            if key not in step_in:
-                add(
-                    Problem(
-                        "error",
-                        f"in ensemble {cfg.name}, input '{key}' is not an input of model '{step.model_name}' "
-                        f"(its inputs: {', '.join(sorted(step_in))}); the key of input_map is the step model's tensor",
-                        _line_containing(text, f'key: "{key}"'),
-                    )
-                )
-            if value not in produced:
-                add(
-                    Problem(
-                        "error",
-                        f"in ensemble {cfg.name}, ensemble tensor '{value}' read by '{step.model_name}' is not written",
-                        _line_containing(text, f'value: "{value}"'),
-                    )
-                )
-        for required in sorted(
-            step_in - set(step.input_map) - {i.name for i in entry.config.input if i.optional}
-        ):
-            add(
-                Problem(
-                    "error",
-                    f"in ensemble {cfg.name}, input {required} in model {step.model_name} is not mapped "
-                    "to any ensemble tensors",
-                    line,
-                )
-            )
-        for key in step.output_map:
-            if key not in step_out:
-                add(
-                    Problem(
-                        "error",
-                        f"in ensemble {cfg.name}, output '{key}' is not an output of model '{step.model_name}'",
-                        _line_containing(text, f'key: "{key}"'),
-                    )
-                )
-        if entry.config.max_batch_size > 0 and entry.config.max_batch_size < cfg.max_batch_size:
-            add(
-                Problem(
-                    "error",
-                    f"step model '{step.model_name}' has max_batch_size {entry.config.max_batch_size}, "
-                    f"less than the ensemble's {cfg.max_batch_size}",
-                    line,
-                )
-            )
-    for out in cfg.output:
-        if out.name not in produced:
-            add(Problem("error", f"ensemble output '{out.name}' is not written by any step", None))
-    for field_name in ("dynamic_batching", "optimization"):
-        if cfg.HasField(field_name):
-            add(Problem("error", f"an ensemble cannot have {field_name}", _line_containing(text, field_name)))
-    if len(cfg.instance_group) or len(cfg.model_warmup):
-        add(Problem("error", "an ensemble cannot have instance_group or model_warmup", None))
-    check.dot = simple_dot(cfg)
+        cfg = cfgmod.parse_config(text, path=f"{name}/config.pbtxt")
+    except cfgmod.ConfigError as exc:
+        return EnsembleCheck(None, [Problem("error", exc.message, exc.line, exc.code, exc.triton_message)])
+    entry = cfgmod.ModelEntry(
+        name=name,
+        path=base.path if base else folder,
+        config_path=base.config_path if base else folder / "config.pbtxt",
+        config=cfg,
+        versions=list(base.versions) if base else [1],
+        text=text,
+        locations=cfgmod.locate(text),
+        files=dict(base.files) if base else {1: []},
+    )
+    models[name] = entry
+    check = EnsembleCheck(cfg, [_problem(p) for p in ensemble.validate_model(name, models)])
+    if entry.is_ensemble:
+        try:
+            check.dag = ensemble.build_dag(name, models, validate=False)
+            check.dot = diagram.to_dot(check.dag, lang=lang)
+        except (cfgmod.ConfigError, KeyError, ValueError) as exc:  # a graph too broken to draw
+            check.problems.append(Problem("warning", f"cannot draw the graph: {exc}"))
     return check
+
+
+def ensemble_dot(name: str, repo: Path | str = DEFAULT_REPOSITORY, lang: str = "en") -> str:
+    """DOT drawing of one of the repository's ensembles, from its config."""
+    from triton_kitchen import diagram, ensemble
+
+    return diagram.to_dot(ensemble.build_dag(name, repo, validate=False), lang=lang)
+
+
+def intermediate_memory(
+    name: str, batch_size: int = 1, in_flight: int = 1, repo: Path | str = DEFAULT_REPOSITORY
+) -> list[dict]:
+    """Each intermediate tensor of an ensemble: producer, consumers, type, dims and bytes (computed
+    from the configs): per request of ``batch_size`` and for ``in_flight`` such requests."""
+    from triton_kitchen import ensemble
+
+    dag = ensemble.build_dag(name, repo, validate=False)
+    estimate = ensemble.inflight_memory(dag, batch_size=batch_size, n_in_flight=in_flight)
+    rows = []
+    for tensor in dag.tensors:
+        if tensor.name not in estimate.per_tensor:
+            continue
+        per = estimate.per_tensor[tensor.name]
+        rows.append(
+            {
+                "tensor": tensor.name,
+                "producer": tensor.producer,
+                "consumers": list(tensor.consumers),
+                "data_type": _dtype_str(tensor.data_type),
+                "dims": list(tensor.dims or []),
+                "bytes_per_request": per,
+                "bytes_in_flight": per * in_flight if per is not None else None,
+            }
+        )
+    return rows
+
+
+def _dtype_str(value) -> str:
+    if value is None:
+        return "?"
+    return str(value).removeprefix("TYPE_")

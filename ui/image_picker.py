@@ -33,12 +33,9 @@ def pick_image(key: str) -> bytes | None:
     )
     data: bytes | None = None
     if source == "sample":
-        name = st.selectbox(
-            t("image.sample"),
-            options=list(SAMPLE_PHOTOS),
-            format_func=lambda n: t(f"image.sample_{n}"),
-            key=f"{key}_sample",
-        )
+        labels = {t(f"image.sample_{n}"): n for n in SAMPLE_PHOTOS}
+        choice = st.selectbox(t("image.sample"), options=list(labels), key=f"{key}_sample")
+        name = labels.get(choice, SAMPLE_PHOTOS[0])
         data = _sample(name)
     elif source == "upload":
         upload = st.file_uploader(t("image.upload"), type=UPLOAD_TYPES, key=f"{key}_upload")
