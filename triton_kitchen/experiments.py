@@ -430,6 +430,7 @@ def batching_queue(
         )
         alone = []
         for _ in range(repeats):
+            time.sleep(0.05)  # let the instance finish the previous execution: "alone" means idle
             _, tl = traced_call(endpoint, model, {"input": x})
             alone.append(_queue_ms(tl))
         callers = [Caller(endpoint, "grpc", model, {"input": x}) for _ in range(burst)]
