@@ -1,0 +1,184 @@
+"""Flow lab: one request animated on the ensemble's DAG from its real trace, its Gantt, and the experiments."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from triton_kitchen import experiments, flow
+from triton_kitchen.config import load_repository
+from triton_kitchen.server import DEFAULT_REPOSITORY
+from ui import state
+from ui.image_picker import pick_image
+from ui.state import t
+
+st.title(t("lab_flow.title"))
+st.caption(t("lab_flow.intro"))
+
+
+@st.cache_data(show_spinner=False)
+def _ensembles() -> list[str]:
+    repo = load_repository(DEFAULT_REPOSITORY)
+    return sorted(n for n, e in repo.items() if e.config is not None and e.config.platform == "ensemble")
+
+
+@st.cache_data(show_spinner=False)
+def _recorded() -> dict:
+    return {r.dag.name: r for r in flow.recorded()}
+
+
+names = _ensembles()
+default = state.selected_model() if state.selected_model() in names else names[0]
+c1, c2, c3 = st.columns([2, 1, 2])
+model = c1.selectbox(t("lab_flow.model"), names, index=names.index(default), key="flow_model")
+protocol = c2.radio(t("lab_flow.protocol"), ["grpc", "http"], horizontal=True, key="flow_protocol")
+pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
+pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
+image = pick_image("flow")
+ep = state.endpoint()
+
+with st.expander(t("lab_flow.edit_title")):
+    edited = st.text_area(
+        t("lab_flow.edit_help"),
+        value=(DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8"),
+        height=260,
+        key=f"flow_edit_{model}",
+    )
+    send_edit = st.button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
+
+if st.button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_send") or send_edit:
+    with st.spinner(t("lab_flow.sending")):
+        try:
+            if send_edit:
+                run = flow.send_config(ep, edited, image=image, protocol=protocol)
+            else:
+                run = flow.send(ep, model, image=image, protocol=protocol)
+            st.session_state["flow_run"] = run
+        except flow.FlowError as exc:
+            message = t(f"lab_flow.{exc.code}")
+            st.error(message if not message.startswith("lab_flow.") else exc.code)
+            with st.expander(t("error.details")):
+                st.code(exc.detail, language=None, wrap_lines=True)
+
+run = st.session_state.get("flow_run")
+if run is None or (run.dag.name != model and not run.dag.name.startswith("tk_flow_")):
+    run = _recorded().get(model)
+    if ep is None:
+        st.info(t("lab_flow.replay_recorded"))
+if run is not None:
+    left, right = st.columns([3, 2])
+    with left:
+        st.plotly_chart(flow.animation(run, state.lang(), pacing), key="flow_anim", width="stretch")
+    with right:
+        st.plotly_chart(flow.gantt(run, state.lang()), key="flow_gantt", width="stretch")
+    st.caption(t(f"lab_flow.source_{run.source}") + (f" — {run.timeline.note}" if run.timeline.note else ""))
+
+st.subheader(t("lab_flow.exp_title"))
+tabs = st.tabs(
+    [
+        t("lab_flow.exp_chaining"),
+        t("lab_flow.exp_parallel"),
+        t("lab_flow.exp_cascade"),
+        t("lab_flow.exp_batching"),
+    ]
+)
+with tabs[0]:
+    st.caption(t("lab_flow.exp_chaining_help"))
+    if st.button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
+        with st.spinner("…"):
+            st.session_state["exp_chain_result"] = experiments.chaining(ep, image, repeats=5, budget_s=20)
+    res = st.session_state.get("exp_chain_result")
+    if res is not None:
+        import plotly.graph_objects as go
+
+        cols = st.columns(2)
+        for col, metric, title in (
+            (cols[0], lambda r: r.median_ms, t("lab_flow.col_median_ms")),
+            (cols[1], lambda r: r.wire_bytes / 1000, t("lab_flow.col_wire_kb")),
+        ):
+            fig = go.Figure()
+            for mode in ("ensemble", "chain"):
+                rows = [r for r in res.rows if r.mode == mode]
+                fig.add_bar(
+                    x=[r.protocol for r in rows], y=[metric(r) for r in rows], name=t(f"lab_flow.mode_{mode}")
+                )
+            fig.update_layout(title=title, barmode="group", height=320, margin={"t": 40, "b": 10})
+            col.plotly_chart(fig, width="stretch")
+        st.dataframe(
+            [
+                {
+                    t("lab_flow.col_protocol"): r.protocol,
+                    t("lab_flow.col_mode"): t(f"lab_flow.mode_{r.mode}"),
+                    t("lab_flow.col_round_trips"): r.round_trips,
+                    t("lab_flow.col_median_ms"): round(r.median_ms, 2),
+                    t("lab_flow.col_wire_kb"): round(r.wire_bytes / 1000, 1),
+                    t("lab_flow.col_payload_kb"): round(r.payload_bytes / 1000, 1),
+                }
+                for r in res.rows
+            ],
+            hide_index=True,
+        )
+with tabs[1]:
+    st.caption(t("lab_flow.exp_parallel_help"))
+    if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
+        with st.spinner("…"):
+            st.session_state["exp_par_result"] = experiments.parallel_branches(ep, image, repeats=3, budget_s=20)
+    res = st.session_state.get("exp_par_result")
+    if res is not None:
+        d = res.to_dict()
+        st.markdown(
+            t(
+                "lab_flow.par_summary",
+                ens=d["ensemble_ms_median"],
+                overlap=d["overlap_ms_median"],
+                compute=d["compute_overlap_ms_median"],
+                sum=d["sum_of_steps_ms_median"],
+                seq=d["sequential_ms_median"],
+            )
+        )
+        if res.timelines:
+            st.plotly_chart(
+                flow.gantt(flow.attach(_recorded()["tta_ensemble"].dag, res.timelines[-1]), state.lang()),
+                width="stretch",
+            )
+with tabs[2]:
+    st.caption(t("lab_flow.exp_cascade_help"))
+    if st.button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
+        from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
+
+        photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
+        with st.spinner("…"):
+            st.session_state["exp_casc_result"] = experiments.cascade(ep, photos, repeats=1, budget_s=20)
+    rows = st.session_state.get("exp_casc_result")
+    if rows:
+        st.dataframe(
+            [
+                {
+                    t("lab_flow.col_model"): r.model,
+                    t("lab_flow.col_requests"): r.requests,
+                    t("lab_flow.col_median_ms"): round(r.median_ms, 1),
+                    t("lab_flow.col_stage_two"): r.fine_runs,
+                    t("lab_flow.col_stage_used"): f"{r.stage_used.get('1', 0)} / {r.stage_used.get('2', 0)}",
+                }
+                for r in rows
+            ],
+            hide_index=True,
+        )
+with tabs[3]:
+    st.caption(t("lab_flow.exp_batching_help"))
+    if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
+        with st.spinner("…"):
+            st.session_state["exp_q_result"] = experiments.batching_queue(ep, image, repeats=3, burst=4)
+    for r in st.session_state.get("exp_q_result") or []:
+        st.markdown(
+            "- "
+            + t(
+                "lab_flow.queue_summary",
+                model=r.model,
+                alone=min(r.alone_queue_ms),
+                delay=f"{r.max_queue_delay_us} µs"
+                if r.max_queue_delay_us is not None
+                else t("lab_flow.no_delay"),
+                burst=r.burst,
+                batches=r.burst_batches,
+            )
+        )
