@@ -240,7 +240,7 @@ class EmbeddedServer:
             f"--trace-config=triton,file={self.trace_file}",
             "--trace-config=level=OFF",
             "--trace-config=rate=1",
-            "--trace-config=log_frequency=1",
+            "--trace-config=triton,log-frequency=1",  # a mode setting; "log_frequency=1" alone is ignored
         ]
         if self.load_models == "*":
             cmd.append("--load-model=*")
