@@ -160,3 +160,19 @@ def test_serve_cli_ctrl_c_stops_everything(tiny_repo):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_killed_server_is_noticed_within_two_seconds_and_restarted(tiny_repo):
+    srv = EmbeddedServer(tiny_repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
+    with srv:
+        triton = next(p for p in server_processes(srv.pid) if p.name() == "tritonserver")
+        assert not srv.ensure_running()  # healthy: nothing to do
+        t0 = time.monotonic()
+        triton.kill()
+        while srv.running and time.monotonic() - t0 < 5:
+            time.sleep(0.05)
+        noticed = time.monotonic() - t0
+        assert srv.died and noticed < 2.0, f"noticed after {noticed:.2f} s"
+        assert srv.ensure_running(timeout=60) and srv.restarts == 1
+        assert httpclient.InferenceServerClient(srv.http_url).is_model_ready("hflip")
+        assert "tritonserver" in (srv.log_file.with_suffix(".log.previous")).read_text()

@@ -69,8 +69,14 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, lambda *_: done.set())
     threading.Thread(target=watch_stdin, daemon=True).start()
     while not done.is_set() and proc.poll() is None:
-        done.wait(0.2)
-    stop_group(proc, grace)
+        done.wait(0.1)
+    if proc.poll() is not None:  # tritonserver died on its own: its stubs have nothing to finish
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    else:
+        stop_group(proc, grace)
     return proc.returncode if proc.returncode is not None else 0
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -174,6 +175,9 @@ class EmbeddedServer:
         self.log_file = self.run_dir / "tritonserver.log"
         self.trace_file = self.run_dir / "trace.json"
         self._proc: subprocess.Popen | None = None
+        self._lock = threading.RLock()  # one app process, many Streamlit sessions: start/stop one at a time
+        self._started_once = False
+        self.restarts = 0
         self.startup_seconds: float | None = None
 
     # -- addresses -------------------------------------------------------------------------
@@ -250,8 +254,29 @@ class EmbeddedServer:
 
     def start(self, timeout: float = 60.0) -> Endpoint:
         """Start the server and wait until it is ready; raise ServerStartError with the log tail if not."""
-        if self.running:
-            return self.endpoint
+        with self._lock:
+            if self.running:
+                return self.endpoint
+            endpoint = self._start(timeout)
+            self._started_once = True
+            return endpoint
+
+    @property
+    def died(self) -> bool:
+        """True when the server was started and its process is gone (killed, crashed) without stop()."""
+        return self._started_once and not self.running
+
+    def ensure_running(self, timeout: float = 60.0) -> bool:
+        """Restart the server if it died; True when a restart happened."""
+        with self._lock:
+            if not self.died:
+                return False
+            self._proc = None
+            self.restarts += 1
+            self.start(timeout)
+            return True
+
+    def _start(self, timeout: float) -> Endpoint:
         t0 = time.monotonic()
         if self.build_models:
             from triton_kitchen.models.build import ensure_onnx
@@ -259,6 +284,8 @@ class EmbeddedServer:
             ensure_onnx(self.repo)
         self._choose_ports()
         cmd = self.command()
+        if self.log_file.exists() and self.log_file.stat().st_size:
+            self.log_file.replace(self.log_file.with_suffix(".log.previous"))  # keep why the last one ended
         self.log_file.write_bytes(b"")
         self._proc = subprocess.Popen(
             [
@@ -292,7 +319,9 @@ class EmbeddedServer:
 
     def stop(self) -> None:
         """Stop tritonserver and its Python stubs: terminate, then kill after the grace period."""
-        proc, self._proc = self._proc, None
+        with self._lock:
+            proc, self._proc = self._proc, None
+            self._started_once = False
         if proc is None:
             return
         if proc.poll() is None and proc.stdin:
