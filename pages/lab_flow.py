@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import experiments, flow
 from triton_kitchen.config import load_repository
-from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen.server import DEFAULT_REPOSITORY, probe_kserve
 from ui import state
 from ui.image_picker import pick_image
 from ui.state import t
@@ -35,6 +35,8 @@ pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
 pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
 image = pick_image("flow")
 ep = state.endpoint()
+if ep is not None and not probe_kserve(ep.http_url, timeout=1.0):
+    ep = None  # nobody answers there: replay the recorded trace
 
 with st.expander(t("lab_flow.edit_title")):
     edited = st.text_area(
@@ -121,7 +123,9 @@ with tabs[1]:
     st.caption(t("lab_flow.exp_parallel_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
         with st.spinner("…"):
-            st.session_state["exp_par_result"] = experiments.parallel_branches(ep, image, repeats=3, budget_s=20)
+            st.session_state["exp_par_result"] = experiments.parallel_branches(
+                ep, image, repeats=3, budget_s=20
+            )
     res = st.session_state.get("exp_par_result")
     if res is not None:
         d = res.to_dict()

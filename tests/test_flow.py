@@ -206,3 +206,19 @@ def test_animation_plays_in_a_browser_and_screenshots(recorded_runs):
     assert current and int(current[1:]) > 3  # playing advanced the frames client-side
     for label in ("start", "middle", "end"):
         assert (art / f"flow_{label}.png").stat().st_size > 10_000
+
+
+def test_page_replays_the_recorded_trace_when_no_server_answers(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TRITON_HTTP_URL", "127.0.0.1:9")  # discard port: nobody answers
+    monkeypatch.setenv("TRITON_GRPC_URL", "127.0.0.1:9")
+    at = AppTest.from_file(str(ROOT / "pages" / "lab_flow.py"), default_timeout=60)
+    at.session_state["tk_lang"] = "en"
+    at.run()
+    assert not at.exception
+    assert any("recorded" in i.value for i in at.info)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2
+    assert "recorded" in charts[0].proto.spec
+    assert at.button(key="flow_send").disabled

@@ -1,0 +1,81 @@
+"""Ensemble vs client-side chaining (and the other flow experiments), measured live; prints JSON.
+
+    python benchmarks/chaining_report.py                     # starts the embedded server
+    python benchmarks/chaining_report.py --url localhost:8000 --grpc-url localhost:8001   # a running server
+    python benchmarks/chaining_report.py --all --repeats 10 --out benchmarks/out/flow.json
+
+Every experiment is bounded by --budget seconds (plus one request). Parallel-branch overlap and the
+batching queue wait read Triton's trace file, so they need the embedded server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from triton_kitchen import experiments  # noqa: E402
+from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg  # noqa: E402
+from triton_kitchen.server import EmbeddedServer, Endpoint  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", help="HTTP host:port of a running server (default: start the embedded one)")
+    ap.add_argument("--grpc-url", help="gRPC host:port (default: the HTTP host, port 8001)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=20.0, help="seconds per experiment")
+    ap.add_argument("--all", action="store_true", help="also parallel branches, cascade and batching queue")
+    ap.add_argument("--photo", default="chelsea", choices=list(SAMPLE_PHOTOS))
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+
+    server = None
+    if args.url:
+        grpc = args.grpc_url or args.url.rsplit(":", 1)[0] + ":8001"
+        endpoint = Endpoint(args.url, grpc, embedded=False)
+    else:
+        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
+        endpoint = server.start(timeout=180)
+    image = sample_jpeg(args.photo)
+    report: dict = {
+        "server": "embedded" if server else args.url,
+        "photo": args.photo,
+        "when": time.strftime("%F %T"),
+    }
+    try:
+        report["chaining"] = experiments.chaining(
+            endpoint, image, repeats=args.repeats, budget_s=args.budget
+        ).to_dict()
+        if args.all:
+            photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
+            report["cascade"] = [
+                r.to_dict()
+                for r in experiments.cascade(
+                    endpoint, photos, repeats=max(1, args.repeats // 3), budget_s=args.budget
+                )
+            ]
+            if endpoint.embedded:
+                report["parallel"] = experiments.parallel_branches(
+                    endpoint, image, repeats=args.repeats, budget_s=args.budget
+                ).to_dict()
+                report["batching_queue"] = [
+                    r.to_dict() for r in experiments.batching_queue(endpoint, image, repeats=args.repeats)
+                ]
+    finally:
+        if server is not None:
+            server.stop()
+    text = json.dumps(report, indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
