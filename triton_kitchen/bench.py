@@ -390,6 +390,7 @@ class PerfAnalyzerResult:
     throughput_rps: float
     latency_ms: dict[str, float | None]
     command: list[str]
+    window_s: float = 0.0  # the measured windows together
     engine: str = "perf_analyzer (C++)"
 
 
@@ -400,11 +401,15 @@ def run_perf_analyzer(
     concurrency: int,
     inputs: dict[str, np.ndarray],
     max_batch_size: int = 1,
-    request_count: int = 200,
+    window_ms: int = 1000,
     timeout_s: float = 60.0,
 ) -> PerfAnalyzerResult:
-    """One bounded perf_analyzer run: exactly ``request_count`` requests (no stability search),
-    killed after ``timeout_s``. ``http-json`` has no perf_analyzer equivalent (it sends binary tensors)."""
+    """One bounded perf_analyzer run: three measurement windows of ``window_ms`` (the stability
+    threshold is set wide open so three windows always end it; perf_analyzer reports over them),
+    killed after ``timeout_s``. ``http-json`` has no perf_analyzer equivalent (it sends binary tensors).
+
+    (``--request-count`` mode is not used: it rounds its measuring time to whole seconds, so short
+    runs under-report throughput by up to half.)"""
     if check_protocol(protocol) == "http-json":
         raise PerfAnalyzerError("perf_analyzer has no JSON-tensor mode; cross-check http-binary instead")
     binary = perf_analyzer_binary()
@@ -419,7 +424,8 @@ def run_perf_analyzer(
             "-u", endpoint.grpc_url if protocol == "grpc" else endpoint.http_url,
             "-i", "grpc" if protocol == "grpc" else "http",
             "--concurrency-range", f"{concurrency}:{concurrency}",
-            "--request-count", str(max(request_count, concurrency)),
+            "--measurement-interval", str(int(window_ms)), "--stability-percentage", "1000",
+            "--max-trials", "3",
             "--input-data", str(data), "-f", str(report),
             *_shape_flags(inputs, max_batch_size),
         ]
@@ -437,8 +443,9 @@ def run_perf_analyzer(
             raise PerfAnalyzerError(f"perf_analyzer failed (exit {proc.returncode}):\n{tail}")
         row = next(csv.DictReader(report.read_text().splitlines()))
     lat = {q: float(row[f"{q} latency"]) / 1000 for q in ("p50", "p90", "p99") if row.get(f"{q} latency")}
-    return PerfAnalyzerResult(protocol, model, concurrency, max(request_count, concurrency),
-                              float(row["Inferences/Second"]), lat, cmd)
+    rps = float(row["Inferences/Second"])
+    return PerfAnalyzerResult(protocol, model, concurrency, round(rps * 3 * window_ms / 1000), rps, lat, cmd,
+                              window_s=3 * window_ms / 1000)
 
 
 def cross_check(
@@ -446,41 +453,48 @@ def cross_check(
     model: str,
     protocol: str = "grpc",
     concurrency: int = 4,
-    duration_s: float = 5.0,
-    rounds: int = 1,
+    duration_s: float = 6.0,
+    rounds: int = 3,
     tolerance: float = 0.10,
     stop: threading.Event | None = None,
     progress: Callable[[BenchProgress], None] | None = None,
 ) -> dict:
-    """Our engine and perf_analyzer on the same model, protocol, concurrency and input, back to back.
+    """Our engine and perf_analyzer on the same model, protocol, concurrency and input.
 
-    perf_analyzer gets about as many requests as our engine completed in ``duration_s``. With
-    ``rounds`` > 1 the two alternate and the medians are compared (a shared machine is noisy)."""
+    The two alternate in ``rounds`` slices (``duration_s`` of each engine in all: perf_analyzer
+    measures three windows of a third of a slice), so both see the same machine (other work on a
+    shared machine moves throughput a lot from one second to the next). Throughputs are averages
+    over all slices, weighted by measuring time."""
     info, inputs = sample_inputs(endpoint, model, protocol)
     outputs = [o.name for o in info.outputs]
-    ours, theirs = [], []
+    ours: list[BenchResult] = []
+    theirs: list[PerfAnalyzerResult] = []
+    slice_s = duration_s / max(1, rounds)
     for _ in range(max(1, rounds)):
         if stop is not None and stop.is_set():
             break
-        r = run_bench(endpoint, model, protocol, concurrency, duration_s, inputs=inputs, output_names=outputs,
-                      count_wire=False, stop=stop, progress=progress)
+        r = run_bench(endpoint, model, protocol, concurrency, slice_s, inputs=inputs, output_names=outputs,
+                      warmup_s=0.3, count_wire=False, stop=stop, progress=progress)
         if r.errors or not r.throughput_rps:
             raise PerfAnalyzerError(f"the bench run failed: {r.error_messages}")
         ours.append(r)
-        count = max(concurrency * 4, int(r.throughput_rps * duration_s))
         theirs.append(run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, info.max_batch_size,
-                                        request_count=count, timeout_s=max(30.0, 10 * duration_s)))
-    ours_rps = float(np.median([r.throughput_rps for r in ours]))
-    pa_rps = float(np.median([p.throughput_rps for p in theirs]))
+                                        window_ms=max(300, int(slice_s * 1000 / 3)),
+                                        timeout_s=max(30.0, 10 * slice_s)))
+    if not ours:
+        raise PerfAnalyzerError("stopped before the first round")
+    ours_rps = sum(r.requests - r.errors for r in ours) / sum(r.window_s for r in ours)
+    pa_rps = sum(p.throughput_rps * p.window_s for p in theirs) / sum(p.window_s for p in theirs)
     diff = (ours_rps - pa_rps) / pa_rps if pa_rps else float("inf")
     return {
         "model": model, "protocol": protocol, "concurrency": concurrency,
         "engine": ENGINE, "check": "perf_analyzer (C++, tritonclient 2.51.0 wheel)",
         "engine_rps": ours_rps, "perf_analyzer_rps": pa_rps, "difference": diff,
         "agree": abs(diff) <= tolerance, "tolerance": tolerance,
-        "engine_p99_ms": float(np.median([r.latency_ms["p99"] for r in ours])),
+        "engine_p99_ms": float(np.percentile([x for r in ours for x in r.latencies_ms], 99)),
         "perf_analyzer_p99_ms": float(np.median([p.latency_ms.get("p99", np.nan) for p in theirs])),
-        "rounds": [{"engine_rps": a.throughput_rps, "perf_analyzer_rps": b.throughput_rps} for a, b in zip(ours, theirs, strict=False)],
+        "rounds": [{"engine_rps": a.throughput_rps, "perf_analyzer_rps": b.throughput_rps}
+                   for a, b in zip(ours, theirs, strict=False)],
         "perf_analyzer_command": " ".join(theirs[-1].command) if theirs else "",
     }
 

@@ -1,0 +1,163 @@
+"""Bounded load: limits that hold (also against a server that never answers), the CLI contract,
+and the perf_analyzer cross-check."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from triton_kitchen import bench as B
+from triton_kitchen.__main__ import main
+from triton_kitchen.protocols import sample_inputs
+from triton_kitchen.server import Endpoint
+
+
+@pytest.fixture(scope="module")
+def pipeline_inputs(server):
+    info, arrays = sample_inputs(server.endpoint, "ensemble_pipeline")
+    return arrays, [o.name for o in info.outputs]
+
+
+@pytest.fixture
+def hanging_endpoint():
+    """A socket that accepts connections and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    addr = f"127.0.0.1:{listener.getsockname()[1]}"
+    yield Endpoint(addr, addr)
+    listener.close()
+    for c in held:
+        c.close()
+
+
+def test_bench_measures_and_counts_bytes(server, pipeline_inputs):
+    arrays, outputs = pipeline_inputs
+    seen = []
+    r = B.run_bench(server.endpoint, "ensemble_pipeline", "grpc", concurrency=2, duration_s=1.0,
+                    inputs=arrays, output_names=outputs, warmup_s=0.2, progress=seen.append)
+    assert r.errors == 0 and r.requests > 0 and r.stop_reason == "duration"
+    assert r.throughput_rps == pytest.approx(r.requests / r.window_s)
+    assert r.latency_ms["p50"] <= r.latency_ms["p90"] <= r.latency_ms["p99"]
+    assert r.request_bytes >= r.requests * 602112
+    assert r.wire_bytes_sent > r.request_bytes and r.wire_bytes_received > r.response_bytes
+    assert tuple(r.to_dict()) == B.CONTRACT_KEYS
+    assert seen and seen[-1].done == r.requests
+
+
+def test_request_cap_and_stop_event(server, pipeline_inputs):
+    arrays, outputs = pipeline_inputs
+    r = B.run_bench(server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=30,
+                    max_requests=6, inputs=arrays, output_names=outputs, warmup_s=0, count_wire=False)
+    assert r.stop_reason == "requests" and r.requests == 6 and r.errors == 0
+    assert r.wire_bytes_sent is None
+
+    stop = threading.Event()
+    t0 = time.perf_counter()
+    r = B.run_bench(server.endpoint, "ensemble_pipeline", "grpc", concurrency=2, duration_s=30, inputs=arrays,
+                    output_names=outputs, warmup_s=0, stop=stop, progress=lambda p: stop.set())
+    assert r.stop_reason == "stopped"
+    assert time.perf_counter() - t0 < 5
+
+
+def test_limits_are_checked():
+    ep = Endpoint("127.0.0.1:1", "127.0.0.1:1")
+    with pytest.raises(ValueError):
+        B.run_bench(ep, "m", "grpc", concurrency=B.MAX_CONCURRENCY + 1, duration_s=1)
+    with pytest.raises(ValueError):
+        B.run_bench(ep, "m", "grpc", duration_s=B.MAX_DURATION_S + 1)
+    with pytest.raises(ValueError):
+        B.run_bench(ep, "m", "carrier-pigeon", duration_s=1)
+
+
+@pytest.mark.parametrize("protocol", ["http-binary", "grpc"])
+def test_bench_stops_in_time_against_a_server_that_hangs(hanging_endpoint, protocol):
+    limit = 0.2 + 1.0 + 0.5  # warm-up + duration + grace
+    arrays = {"input_image": np.zeros((1, 3, 224, 224), np.float32)}
+    for inputs in (None, arrays):  # None: even the metadata request hangs
+        t0 = time.perf_counter()
+        r = B.run_bench(hanging_endpoint, "ensemble_pipeline", protocol, concurrency=4, duration_s=1.0,
+                        inputs=inputs, output_names=["output_label"], timeout_s=60, warmup_s=0.2, grace_s=0.5)
+        elapsed = time.perf_counter() - t0
+        assert elapsed < limit + 0.5, elapsed
+        assert r.requests == 0 and r.throughput_rps == 0
+        assert r.error_messages
+    assert r.abandoned == 4
+
+
+def test_cli_json_contract_for_the_three_protocols(server, capsys):
+    for protocol in ("http-json", "http-binary", "grpc"):
+        url = server.grpc_url if protocol == "grpc" else f"http://{server.http_url}"
+        rc = main(["bench", "--model", "image_classifier", "--protocol", protocol, "--concurrency", "2",
+                   "--duration", "1", "--url", url, "--json"])
+        out = json.loads(capsys.readouterr().out)
+        assert rc == 0, out
+        assert list(out) == list(B.CONTRACT_KEYS)
+        assert out["protocol"] == protocol and out["model"] == "image_classifier" and out["concurrency"] == 2
+        assert out["requests"] > 0 and out["errors"] == 0 and out["throughput_rps"] > 0
+        assert set(out["latency_ms"]) == {"p50", "p90", "p99"}
+        assert out["wire_bytes_sent"] > out["request_bytes"] > 0
+        assert out["wire_bytes_received"] > out["response_bytes"] > 0
+
+
+def test_cli_reports_a_dead_server(capsys):
+    port = socket.create_server(("127.0.0.1", 0))
+    addr = f"127.0.0.1:{port.getsockname()[1]}"
+    port.close()  # nobody listens there now
+    rc = main(["bench", "--model", "m", "--protocol", "http-binary", "--duration", "1", "--url", addr, "--json"])
+    captured = capsys.readouterr()
+    assert rc == 1
+    assert json.loads(captured.out)["requests"] == 0
+    assert "error:" in captured.err
+
+
+def test_sweep_rows_as_csv(server):
+    results = B.sweep(server.endpoint, "image_classifier", protocols=("http-binary", "grpc"),
+                      concurrencies=(1, 2), duration_s=0.5, warmup_s=0.1, count_wire=False)
+    assert [(r.protocol, r.concurrency) for r in results] == [
+        ("http-binary", 1), ("http-binary", 2), ("grpc", 1), ("grpc", 2)]
+    assert all(r.requests > 0 and r.errors == 0 for r in results)
+    text = B.rows_to_csv([r.to_row() for r in results])
+    lines = text.strip().splitlines()
+    assert len(lines) == 5 and lines[0].startswith("protocol,model,concurrency")
+
+
+def test_perf_analyzer_input_data_is_length_prefixed_for_bytes():
+    data = B.perf_analyzer_input_data({"image_bytes": np.array([[b"abc"]], dtype=object)}, max_batch_size=8)
+    import base64
+
+    assert base64.b64decode(data["data"][0]["image_bytes"]["b64"]) == b"\x03\x00\x00\x00abc"
+    data = B.perf_analyzer_input_data({"x": np.ones((1, 2), np.float32)}, max_batch_size=8)
+    assert base64.b64decode(data["data"][0]["x"]["b64"]) == np.ones(2, np.float32).tobytes()
+
+
+def test_perf_analyzer_agrees_within_ten_percent(server):
+    if B.perf_analyzer_binary() is None:
+        pytest.skip("perf_analyzer is not installed (tritonclient==2.51.0 ships it)")
+    # the machine is shared (2 cores, other work running): the two engines alternate in short
+    # slices, and up to three tries, each one complete
+    checks = []
+    for _ in range(3):
+        check = B.cross_check(server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=2,
+                              rounds=2)
+        checks.append(check)
+        if check["agree"]:
+            break
+    assert check["engine_rps"] > 0 and check["perf_analyzer_rps"] > 0
+    assert check["agree"], [(c["engine_rps"], c["perf_analyzer_rps"]) for c in checks]
+    with pytest.raises(B.PerfAnalyzerError):
+        B.run_perf_analyzer(server.endpoint, "ensemble_pipeline", "http-json", 1, {})
