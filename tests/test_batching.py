@@ -1,0 +1,64 @@
+"""The dynamic batching lab: config overrides, batch statistics, the on/off ratio, and the original
+config restored afterwards, on error too. One test reloads the shared classifier."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_kitchen import batching as Bt
+
+BASE = {
+    "name": "classifier", "max_batch_size": 8,
+    "dynamic_batching": {"preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 2000},
+    "instance_group": [{"name": "classifier_0", "kind": "KIND_CPU", "count": 1, "gpus": []}],
+}
+
+
+def test_config_override():
+    on = Bt.config_override(BASE, Bt.BatchingSettings(True, 500, [8, 2, 2], 3))
+    assert on["dynamic_batching"] == {"preferred_batch_size": [2, 8], "max_queue_delay_microseconds": 500}
+    assert on["instance_group"] == [{"kind": "KIND_CPU", "gpus": [], "count": 3}]
+    assert BASE["instance_group"][0]["count"] == 1  # the base is not modified
+    off = Bt.config_override(BASE, Bt.BatchingSettings(enabled=False))
+    assert "dynamic_batching" not in off
+    for bad in (Bt.BatchingSettings(preferred_batch_sizes=[16]), Bt.BatchingSettings(instance_count=0),
+                Bt.BatchingSettings(max_queue_delay_us=-1)):
+        with pytest.raises(Bt.BatchingError) as err:
+            Bt.config_override(BASE, bad)
+        assert err.value.code == "bad_settings"
+    with pytest.raises(Bt.BatchingError):
+        Bt.config_override({**BASE, "max_batch_size": 0}, Bt.BatchingSettings())
+    assert Bt.stats_delta({1: 5, 2: 1}, {1: 9, 2: 1, 4: 3}) == {1: 4, 4: 3}
+
+
+def test_batching_on_vs_off_and_the_config_is_always_restored(server, monkeypatch):
+    ep = server.endpoint
+    original = Bt.current_config(ep)
+    assert original["dynamic_batching"]["max_queue_delay_microseconds"] == 2000
+
+    result = Bt.compare_batching(ep, Bt.BatchingSettings(True, 20000, [8], 1), concurrency=8, duration_s=1.5)
+    off, on = result["off"], result["on"]
+    assert off.errors == 0 and on.errors == 0 and off.requests > 0 and on.requests > 0
+    assert set(off.batch_histogram) == {1}  # no dynamic batching: one request per execution
+    assert on.mean_batch_size > 1.5  # 8 clients, 20 ms of patience: Triton batches them
+    assert max(on.batch_histogram) <= 8
+    assert result["throughput_ratio"] == pytest.approx(on.throughput_rps / off.throughput_rps)
+    assert Bt.current_config(ep) == original
+
+    # an error in the middle of an experiment: the override was live, and is undone anyway
+    seen = {}
+
+    def exploding_bench(*args, **kwargs):
+        seen["config"] = Bt.current_config(ep)
+        with pytest.raises(Bt.BatchingError) as busy:  # one experiment per server at a time
+            Bt.run_experiment(ep, Bt.BatchingSettings())
+        seen["busy"] = busy.value.code
+        raise RuntimeError("the load generator broke")
+
+    monkeypatch.setattr(Bt, "run_bench", exploding_bench)
+    with pytest.raises(RuntimeError, match="broke"):
+        Bt.run_experiment(ep, Bt.BatchingSettings(True, 100, [2], 2))
+    assert seen["config"]["dynamic_batching"]["preferred_batch_size"] == [2]
+    assert seen["config"]["instance_group"][0]["count"] == 2
+    assert seen["busy"] == "busy"
+    assert Bt.current_config(ep) == original
