@@ -35,6 +35,7 @@ from triton_kitchen.server import DEFAULT_REPOSITORY, Endpoint
 
 RECORDED_TRACE = Path(__file__).resolve().parent / "data" / "recorded_trace.json"
 PACINGS = ("events", "real")
+ROW_GAP = 1.5  # vertical distance of two nodes in one column (stage_layout)
 SPEEDS = {"slow": 400, "normal": 150, "fast": 50}  # display ms per frame
 STATE_COLORS = {
     "idle": "#d5d9e0",
@@ -301,7 +302,7 @@ def stage_layout(dag: Dag) -> tuple[dict[str, Point], dict[tuple[str, str, str],
     """Inputs in column 0, stage k steps in column k, outputs last.
 
     Each node sits at the mean height of its sources (a branch stays on its row), and nodes of one
-    column are pushed apart to at least one unit."""
+    column are pushed apart to at least ROW_GAP units."""
     last = max((s.stage or 0 for s in dag.steps), default=0) + 1
     columns: dict[int, list[str]] = {0: [f"in:{t}" for t in dag.inputs]}
     for s in dag.steps:
@@ -320,7 +321,7 @@ def stage_layout(dag: Dag) -> tuple[dict[str, Point], dict[tuple[str, str, str],
         want.sort(key=lambda w: (-w[0], w[1]))
         placed: list[float] = []
         for y, _, _ in want:
-            placed.append(min(y, placed[-1] - 1.0) if placed else y)
+            placed.append(min(y, placed[-1] - ROW_GAP) if placed else y)
         shift = (max(w[0] for w in want) + min(w[0] for w in want)) / 2 - (placed[0] + placed[-1]) / 2
         if len(placed) > 1 and any(abs(p - w[0]) > 1e-9 for p, w in zip(placed, want, strict=True)):
             placed = [p + shift for p in placed]
@@ -567,12 +568,15 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
         showlegend=False,
     )
 
+    px_per_unit = (height - 170) / (y1 - y0)  # plot area: height minus title, buttons and slider
+    box = int(max(26, min(58, 0.45 * px_per_unit)))
+
     def step_trace(fr: Frame):
         colors = [STATE_COLORS[fr.states.get(s.id, "idle")] for s in steps]
         labels = []
         for s in steps:
             st = fr.states.get(s.id, "idle")
-            badge = {"queued": "⏳ ", "computing": "⚙ "}.get(st, "")
+            badge = {"queued": "◷ ", "computing": "⚙ "}.get(st, "")
             sub = (
                 _t(f"lab_flow.phase_{fr.phases[s.id]}", lang)
                 if st == "computing" and fr.phases.get(s.id)
@@ -585,7 +589,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
             mode="markers+text",
             marker={
                 "symbol": "square",
-                "size": 58,
+                "size": box,
                 "color": colors,
                 "line": {"color": "#2c3e50", "width": 2},
             },
