@@ -278,24 +278,21 @@ Point = tuple[float, float]
 
 
 def positions(dag: Dag) -> tuple[dict[str, Point], dict[tuple[str, str, str], list[Point]]]:
-    """Node positions and edge polylines: diagram.layout when available, else stage columns."""
+    """Node positions and edge polylines from ``diagram.compute_layout`` (the DAG page's picture);
+    our own stage columns if that layout lacks a node or an edge."""
     try:
-        from triton_kitchen import diagram  # the config engineer's module
+        from triton_kitchen.diagram import compute_layout
 
-        lay = diagram.layout(dag)
-        nodes = {k: (float(v[0]), float(v[1])) for k, v in _get(lay, "nodes").items()}
-        edges = {}
-        for key, pts in _get(lay, "edges").items():
-            edges[tuple(key)] = [(float(x), float(y)) for x, y in pts]
+        lay = compute_layout(dag)
+        nodes = {k: (float(x), float(y)) for k, (x, y) in lay.positions.items()}
+        edges = {
+            (e.source, e.target, e.tensor): [(float(x), float(y)) for x, y in e.points] for e in lay.edges
+        }
         if all(n in nodes for n in dag.nodes()) and all(e in edges for e in dag.edges()):
             return nodes, edges
-    except Exception:  # not there yet, or another shape: fall back to our own columns
+    except Exception:  # a layout we cannot read: fall back to our own columns
         pass
     return stage_layout(dag)
-
-
-def _get(obj, name):
-    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
 
 
 def stage_layout(dag: Dag) -> tuple[dict[str, Point], dict[tuple[str, str, str], list[Point]]]:
