@@ -156,6 +156,14 @@ def test_a_broken_edit_is_a_flow_error(server):
     assert err.value.code == "bad_config"
 
 
+def test_only_ensembles_may_be_loaded_from_user_text(server):
+    """A python-backend config from the editor must never reach the server (no code from the page)."""
+    text = 'name: "evil" backend: "python" max_batch_size: 0 input [ { name: "x" data_type: TYPE_FP32 dims: [1] } ]'
+    with pytest.raises(flow.FlowError) as err:
+        flow.send_config(server.endpoint, text)
+    assert err.value.code == "not_ensemble"
+
+
 @pytest.mark.browser
 def test_animation_plays_in_a_browser_and_screenshots(recorded_runs):
     """Start, middle and end of tta_ensemble's animation in Chromium (artifacts/flow_*.png)."""

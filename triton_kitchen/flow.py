@@ -194,6 +194,9 @@ def send_config(
         cfg = parse_config(config_text)
     except Exception as exc:
         raise FlowError("bad_config", str(exc)) from exc
+    if cfg.platform != "ensemble" or cfg.backend:
+        # Only an ensemble may be loaded from user text: it runs nothing but models already on the server.
+        raise FlowError("not_ensemble", "only an ensemble config (platform: \"ensemble\", no backend) can be animated")
     name = f"tk_flow_{cfg.name or 'edited'}_{secrets.token_hex(3)}"
     cfg.name = name
     tmp = Path(tempfile.mkdtemp(prefix="tk-flow-"))
