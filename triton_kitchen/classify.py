@@ -68,7 +68,7 @@ def error_code(exc: InferenceServerException) -> str:
         return found.group(1)
     if "unexpected inference input" in text or "unexpected inference output" in text:
         return "wrong_tensor_name"
-    if "datatype" in text or "data type" in text:
+    if "datatype" in text or "data type" in text or "data-type" in text:  # 2.51 writes "data-type is 'FP64'"
         return "wrong_dtype"
     if "shape" in text or "dims" in text or "byte size" in text:
         return "wrong_shape"

@@ -132,8 +132,6 @@ def run_tutorial(
         run.ms = (time.perf_counter() - t0) * 1000
         run.error = exc.message() or str(exc)
         run.error_code = error_code(exc)
-        if run.error_code == "server_error" and "data-type" in run.error:
-            run.error_code = "wrong_dtype"  # Triton 2.51 writes "data-type is 'FP64', but model ... expects"
         return run
     except (OSError, ConnectionError) as exc:
         run.ms = (time.perf_counter() - t0) * 1000
