@@ -124,6 +124,11 @@ def restore(endpoint: Endpoint, original: dict, model: str = MODEL) -> None:
     settings (someone loaded it with an override before us), load ``original`` itself."""
     errors = []
     try:
+        if current_config(endpoint, model) == original:
+            return  # nothing was changed (the override was refused), or it is already back
+    except ProtocolError as exc:
+        errors.append(str(exc))
+    try:
         load_model(endpoint, model)
         if _batching_view(current_config(endpoint, model)) == _batching_view(original):
             return

@@ -1,0 +1,268 @@
+"""Protocol lab: HTTP-JSON vs HTTP-binary vs gRPC on a real server — bytes, latency, throughput,
+concurrency sweep, perf_analyzer cross-check, streaming. UI only; the work is in triton_kitchen."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import bench, protocols
+from triton_kitchen.server import DEFAULT_REPOSITORY
+from ui import state
+from ui.image_picker import pick_image
+from ui.state import t
+
+COLORS = {"http-json": "#d62728", "http-binary": "#1f77b4", "grpc": "#2ca02c",
+          "grpc-stream": "#2ca02c", "http-sse": "#ff7f0e"}
+KIND_TO_ERROR = {"timeout": "timeout", "connection": "server_unreachable", "server": "server_error"}
+
+st.title(t("lab_protocols.title"))
+st.caption(t("lab_protocols.intro"))
+
+
+def _error(exc: Exception) -> None:
+    code = KIND_TO_ERROR.get(getattr(exc, "kind", ""), "unexpected")
+    state.show_error(code, str(exc))
+
+
+@st.cache_data(show_spinner=False)
+def _repo_models() -> list[str]:
+    names = sorted(p.name for p in DEFAULT_REPOSITORY.iterdir() if (p / "config.pbtxt").is_file())
+    first = [m for m in ("ensemble_pipeline", "image_classifier") if m in names]
+    return first + [n for n in names if n not in first and n != protocols.STREAM_MODEL]
+
+
+ep = state.endpoint()
+if ep is None:
+    state.show_error("server_unreachable", t("server.down"))
+    st.stop()
+
+models = _repo_models()
+c1, c2, c3 = st.columns([2, 2, 1])
+model = c1.selectbox(t("lab_protocols.model"), models, key="proto_model")
+other = c2.text_input(t("lab_protocols.other_model"), key="proto_other", help=t("lab_protocols.other_help")).strip()
+model = other or model
+compression = c3.radio(t("lab_protocols.compression"), ["none", "gzip"], key="proto_gzip", horizontal=True)
+compression = None if compression == "none" else compression
+with st.expander(t("lab_protocols.photo")):
+    image = pick_image("proto")
+
+
+def _inputs() -> tuple[protocols.ModelInfo, dict]:
+    return protocols.sample_inputs(ep, model, "http-binary", image=image)
+
+
+def _download(rows: list[dict], name: str) -> None:
+    d1, d2 = st.columns(2)
+    d1.download_button(t("lab_protocols.download_csv"), bench.rows_to_csv(rows), f"{name}.csv", "text/csv",
+                       key=f"{name}_csv")
+    d2.download_button(t("lab_protocols.download_json"), json.dumps(rows, indent=2, default=str), f"{name}.json",
+                       "application/json", key=f"{name}_json")
+
+
+tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = st.tabs([
+    t("lab_protocols.tab_bytes"), t("lab_protocols.tab_load"), t("lab_protocols.tab_sweep"),
+    t("lab_protocols.tab_check"), t("lab_protocols.tab_stream"),
+])
+
+# -- side by side: same input, same result, payload and wire bytes --------------------------------
+with tab_bytes:
+    st.caption(t("lab_protocols.bytes_help"))
+    if st.button(t("lab_protocols.run_bytes"), type="primary", key="proto_bytes_run"):
+        with st.spinner(t("lab_protocols.running")):
+            try:
+                info, arrays = _inputs()
+                st.session_state["proto_cmp"] = protocols.compare_protocols(ep, model, arrays, calls=5,
+                                                                           compression=compression)
+            except protocols.ProtocolError as exc:
+                _error(exc)
+    cmp_ = st.session_state.get("proto_cmp")
+    if cmp_ is not None:
+        if cmp_.same_result:
+            st.success(t("lab_protocols.same_result", model=cmp_.model))
+        else:
+            st.error(t("lab_protocols.different_result", protocols=", ".join(cmp_.disagreements)))
+        rows = cmp_.to_dicts()
+        table = pd.DataFrame([{
+            t("lab_protocols.col_protocol"): r["protocol"],
+            t("lab_protocols.col_req_payload"): r["request_bytes"],
+            t("lab_protocols.col_resp_payload"): r["response_bytes"],
+            t("lab_protocols.col_wire_sent"): round(r["wire_sent_per_call"]),
+            t("lab_protocols.col_wire_received"): round(r["wire_received_per_call"]),
+            t("lab_protocols.col_first_call"): r["wire_first_call_sent"] + r["wire_first_call_received"],
+            t("lab_protocols.col_median_ms"): round(r["latency_ms_median"], 2),
+        } for r in rows])
+        st.dataframe(table, hide_index=True, width="stretch")
+        fig = go.Figure()
+        for key in ("request_bytes", "wire_sent_per_call", "response_bytes", "wire_received_per_call"):
+            fig.add_trace(go.Bar(x=[r["protocol"] for r in rows], y=[r[key] for r in rows],
+                                 name=t(f"lab_protocols.bar_{key}")))
+        fig.update_layout(barmode="group", height=320, yaxis_type="log", yaxis_title=t("lab_protocols.bytes_per_call"),
+                          margin=dict(l=10, r=10, t=10, b=10))
+        st.plotly_chart(fig, width="stretch", key="proto_bytes_fig")
+        m1, m2, m3 = st.columns(3)
+        if cmp_.json_inflation:
+            m1.metric(t("lab_protocols.json_inflation"), f"x{cmp_.json_inflation:.2f}")
+        if cmp_.json_response_inflation:
+            m2.metric(t("lab_protocols.json_inflation_resp"), f"x{cmp_.json_response_inflation:.2f}")
+        if image:
+            try:
+                tj = protocols.tensor_vs_jpeg(image)
+                m3.metric(t("lab_protocols.tensor_vs_jpeg"), f"x{tj['ratio']:.1f}",
+                          t("lab_protocols.tensor_vs_jpeg_detail", tensor=tj["tensor_bytes"], jpeg=tj["jpeg_bytes"]),
+                          delta_color="off")
+            except Exception:  # noqa: BLE001 - not an image: nothing to compare
+                pass
+        binary_inputs = cmp_.row("http-json").binary_inputs if cmp_.row("http-json") else []
+        if binary_inputs:
+            st.info(t("lab_protocols.json_binary_fallback", inputs=", ".join(binary_inputs)))
+        st.caption(t("lab_protocols.wire_caption"))
+        _download(rows, "protocols_bytes")
+
+
+def _progress_bar(label: str):
+    bar = st.progress(0.0, text=label)
+
+    def update(p: bench.BenchProgress) -> None:
+        bar.progress(p.fraction, text=t("lab_protocols.progress", done=p.done, errors=p.errors,
+                                         s=max(0.0, p.elapsed_s)))
+    return update
+
+
+# -- bounded load --------------------------------------------------------------------------------------
+with tab_load:
+    l1, l2, l3, l4 = st.columns(4)
+    chosen = l1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS),
+                            default=list(protocols.PROTOCOLS), key="proto_load_protocols")
+    conc = l2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_load_c")
+    dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d")
+    cap = l4.number_input(t("lab_protocols.max_requests"), 1, bench.MAX_REQUESTS, 2000, key="proto_load_cap")
+    st.caption(t("lab_protocols.limits", c=bench.MAX_CONCURRENCY))
+    go_load = st.button(t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen)
+    st.button(t("lab_protocols.stop"), key="proto_load_stop")  # any click reruns the page: the run stops
+    if go_load:
+        results = []
+        try:
+            info, arrays = _inputs()
+            for p in chosen:
+                r = bench.run_bench(ep, model, p, conc, float(dur), max_requests=int(cap), inputs=arrays,
+                                    output_names=[o.name for o in info.outputs], compression=compression,
+                                    stop=threading.Event(), progress=_progress_bar(p))
+                results.append(r)
+        except protocols.ProtocolError as exc:
+            _error(exc)
+        st.session_state["proto_load"] = results
+    results = st.session_state.get("proto_load") or []
+    if results:
+        for r in results:
+            for msg in r.error_messages:
+                state.show_error("server_error", f"{r.protocol}: {msg}")
+        fig = go.Figure()
+        for r in results:
+            fig.add_trace(go.Box(y=r.latencies_ms, name=r.protocol, marker_color=COLORS[r.protocol], boxpoints=False))
+        fig.update_layout(height=340, yaxis_title=t("lab_protocols.latency_ms"), margin=dict(l=10, r=10, t=10, b=10))
+        st.plotly_chart(fig, width="stretch", key="proto_load_box")
+        rows = [r.to_row() for r in results]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
+        _download(rows, "protocols_load")
+
+# -- concurrency sweep -------------------------------------------------------------------------------
+with tab_sweep:
+    s1, s2, s3 = st.columns(3)
+    sweep_protocols = s1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS),
+                                     default=["http-binary", "grpc"], key="proto_sweep_protocols")
+    levels = s2.multiselect(t("lab_protocols.levels"), [1, 2, 4, 8, 16], default=[1, 4, 16], key="proto_sweep_levels")
+    sdur = s3.slider(t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d")
+    go_sweep = st.button(t("lab_protocols.run_sweep"), type="primary", key="proto_sweep_run",
+                         disabled=not (sweep_protocols and levels))
+    st.button(t("lab_protocols.stop"), key="proto_sweep_stop")
+    if go_sweep:
+        bar = st.progress(0.0)
+        plan = len(sweep_protocols) * len(levels)
+
+        def sweep_progress(i: int, n: int, p: bench.BenchProgress) -> None:
+            bar.progress(min(1.0, (i + p.fraction) / n), text=t("lab_protocols.sweep_step", i=i + 1, n=n))
+        try:
+            info, arrays = _inputs()
+            st.session_state["proto_sweep"] = bench.sweep(
+                ep, model, tuple(sweep_protocols), tuple(sorted(levels)), float(sdur), progress=sweep_progress,
+                inputs=arrays, output_names=[o.name for o in info.outputs], compression=compression,
+                count_wire=False)
+        except protocols.ProtocolError as exc:
+            _error(exc)
+    sweep_results = st.session_state.get("proto_sweep") or []
+    if sweep_results:
+        fig = go.Figure()
+        for p in dict.fromkeys(r.protocol for r in sweep_results):
+            rs = [r for r in sweep_results if r.protocol == p]
+            fig.add_trace(go.Scatter(x=[r.throughput_rps for r in rs], y=[r.latency_ms["p99"] for r in rs],
+                                     mode="lines+markers+text", text=[f"c={r.concurrency}" for r in rs],
+                                     textposition="top center", name=p, line=dict(color=COLORS[p])))
+        fig.update_layout(height=380, xaxis_title=t("lab_protocols.throughput"), yaxis_title=t("lab_protocols.p99"),
+                          margin=dict(l=10, r=10, t=10, b=10))
+        st.plotly_chart(fig, width="stretch", key="proto_sweep_fig")
+        rows = [r.to_row() for r in sweep_results]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        _download(rows, "protocols_sweep")
+
+# -- perf_analyzer cross-check -----------------------------------------------------------------------
+with tab_check:
+    st.caption(t("lab_protocols.check_help"))
+    k1, k2, k3 = st.columns(3)
+    kp = k1.radio(t("lab_protocols.protocol"), ["http-binary", "grpc"], key="proto_check_p", horizontal=True)
+    kc = k2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_check_c")
+    kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d")
+    if st.button(t("lab_protocols.run_check"), type="primary", key="proto_check_run",
+                 disabled=bench.perf_analyzer_binary() is None):
+        with st.spinner(t("lab_protocols.running")):
+            try:
+                st.session_state["proto_check"] = bench.cross_check(ep, model, kp, kc, float(kd), rounds=3)
+            except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
+                state.show_error("server_error", str(exc))
+    if bench.perf_analyzer_binary() is None:
+        st.warning(t("lab_protocols.no_perf_analyzer"))
+    check = st.session_state.get("proto_check")
+    if check:
+        a, b, c = st.columns(3)
+        a.metric(t("lab_protocols.engine_rps"), f"{check['engine_rps']:.1f}")
+        b.metric(t("lab_protocols.pa_rps"), f"{check['perf_analyzer_rps']:.1f}")
+        c.metric(t("lab_protocols.difference"), f"{check['difference'] * 100:+.1f}%")
+        (st.success if check["agree"] else st.warning)(
+            t("lab_protocols.agree" if check["agree"] else "lab_protocols.disagree",
+              tol=round(check["tolerance"] * 100)))
+        st.caption(t("lab_protocols.check_roles", engine=check["engine"], check=check["check"]))
+        st.code(check["perf_analyzer_command"], language="bash", wrap_lines=True)
+
+# -- streaming ---------------------------------------------------------------------------------------
+with tab_stream:
+    text = st.text_area(t("lab_protocols.stream_text"), t("lab_protocols.stream_default"), key="proto_stream_text",
+                        max_chars=600)
+    delay = st.slider(t("lab_protocols.stream_delay"), 0, 200, 30, key="proto_stream_delay")
+    if st.button(t("lab_protocols.run_stream"), type="primary", key="proto_stream_run", disabled=not text.strip()):
+        with st.spinner(t("lab_protocols.running")):
+            st.session_state["proto_stream"] = protocols.compare_streaming(ep, text, delay)
+    runs = st.session_state.get("proto_stream") or []
+    if runs:
+        fig = go.Figure()
+        cols = st.columns(len(runs))
+        for col, run in zip(cols, runs, strict=True):
+            if run.error:
+                state.show_error("server_error", run.error)
+            d = run.to_dict()
+            arrivals = [run.ttft_ms or 0.0]
+            for gap in run.inter_token_ms:
+                arrivals.append(arrivals[-1] + gap)
+            fig.add_trace(go.Scatter(x=arrivals if run.tokens else [], y=list(range(1, len(run.tokens) + 1)),
+                                     mode="lines+markers", line_shape="hv", name=t(f"lab_protocols.{run.protocol}"),
+                                     line=dict(color=COLORS[run.protocol])))
+            col.metric(t(f"lab_protocols.{run.protocol}"), t("lab_protocols.ttft", ms=d["ttft_ms"] or 0),
+                       t("lab_protocols.itl", ms=d["inter_token_ms_mean"] or 0, n=d["tokens"]), delta_color="off")
+        fig.update_layout(height=300, xaxis_title=t("lab_protocols.arrival_ms"), yaxis_title=t("lab_protocols.token_n"),
+                          margin=dict(l=10, r=10, t=10, b=10))
+        st.plotly_chart(fig, width="stretch", key="proto_stream_fig")
+        st.caption(t("lab_protocols.stream_caption"))
