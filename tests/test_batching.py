@@ -62,3 +62,27 @@ def test_batching_on_vs_off_and_the_config_is_always_restored(server, monkeypatc
     assert seen["config"]["instance_group"][0]["count"] == 2
     assert seen["busy"] == "busy"
     assert Bt.current_config(ep) == original
+
+
+def test_batching_lab_page_renders(server, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from triton_kitchen import lessons
+
+    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
+    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
+    at.query_params["lang"] = "en"
+    at.switch_page("pages/lab_batching.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == lessons.t("lab_batching.title", "en")
+    assert at.slider(key="batch_c").value == 8 and at.slider(key="batch_c").max == 16
+    # a remote server without the repository key: the app says so, keeps working, changes nothing
+    at.slider(key="batch_d").set_value(1)
+    at.button(key="batch_run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [lessons.t("lab_batching.error_load_failed", "en")]
+    assert Bt.current_config(server.endpoint)["dynamic_batching"]["max_queue_delay_microseconds"] == 2000

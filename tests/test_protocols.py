@@ -131,3 +131,33 @@ def test_streaming_over_grpc_and_sse(server):
         assert len(r.inter_token_ms) == 3
         assert min(r.inter_token_ms) > 10  # the model waits 20 ms between tokens
         assert r.to_dict()["tokens"] == 4
+
+
+def _lab(server, monkeypatch, page: str, lang: str):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
+    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
+    at.query_params["lang"] = lang
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_protocol_lab_page(server, monkeypatch, lang):
+    from triton_kitchen import lessons
+
+    at = _lab(server, monkeypatch, "pages/lab_protocols.py", lang)
+    assert at.title[0].value == lessons.t("lab_protocols.title", lang)
+    at.button(key="proto_bytes_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [s.value for s in at.success] == [lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")]
+    assert at.get("plotly_chart") and at.dataframe
+    at.button(key="proto_stream_run").click().run()
+    assert not at.exception and not at.error
+    assert len(at.metric) >= 2

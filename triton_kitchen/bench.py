@@ -403,6 +403,7 @@ def run_perf_analyzer(
     max_batch_size: int = 1,
     window_ms: int = 1000,
     timeout_s: float = 60.0,
+    retry_larger_window: bool = True,
 ) -> PerfAnalyzerResult:
     """One bounded perf_analyzer run: three measurement windows of ``window_ms`` (the stability
     threshold is set wide open so three windows always end it; perf_analyzer reports over them),
@@ -438,6 +439,10 @@ def run_perf_analyzer(
             proc.communicate()
             raise PerfAnalyzerError(f"perf_analyzer did not finish in {timeout_s:g} s") from None
         text = out.decode(errors="replace")
+        if proc.returncode != 0 and "larger time window" in text and retry_larger_window:
+            # the server is slower than the window (latency > window): once more with 3x the window
+            return run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, max_batch_size,
+                                     window_ms * 3, timeout_s, retry_larger_window=False)
         if proc.returncode != 0 or not report.exists():
             tail = "\n".join(text.strip().splitlines()[-6:])
             raise PerfAnalyzerError(f"perf_analyzer failed (exit {proc.returncode}):\n{tail}")
@@ -479,7 +484,7 @@ def cross_check(
             raise PerfAnalyzerError(f"the bench run failed: {r.error_messages}")
         ours.append(r)
         theirs.append(run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, info.max_batch_size,
-                                        window_ms=max(300, int(slice_s * 1000 / 3)),
+                                        window_ms=max(500, int(slice_s * 1000 / 3)),
                                         timeout_s=max(30.0, 10 * slice_s)))
     if not ours:
         raise PerfAnalyzerError("stopped before the first round")
