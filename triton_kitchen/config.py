@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 from google.protobuf import text_format
@@ -377,9 +377,13 @@ class ModelEntry:
     error: ConfigError | None = None
     versions: list[int] = field(default_factory=list)  # numeric version directories on disk
     text: str = ""
-    locations: Locations = field(default_factory=Locations)
+    locations: InitVar[Locations | None] = None  # computed from ``text`` on first use when not given
     files: dict[int, list[str]] = field(default_factory=dict)  # version -> file names in it
     standalone: bool = False  # a config file outside any model directory (no dir/version rules)
+    _locations: Locations | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self, locations: Locations | None) -> None:
+        self._locations = locations if isinstance(locations, Locations) else None
 
     @property
     def config_name(self) -> str:
@@ -400,6 +404,21 @@ class ModelEntry:
 
     def line(self, *path, default: int | None = None) -> int | None:
         return self.locations.line(*path, default=default)
+
+
+def _get_locations(self: ModelEntry) -> Locations:
+    """Field positions in ``text``, computed on first use (only problems and ensembles need them)."""
+    if self._locations is None:
+        self._locations = locate(self.text) if self.config is not None else Locations()
+    return self._locations
+
+
+def _set_locations(self: ModelEntry, value: Locations | None) -> None:
+    self._locations = value
+
+
+# a property set after the dataclass is built, so that ``locations=`` stays an __init__ argument
+ModelEntry.locations = property(_get_locations, _set_locations)  # type: ignore[assignment]
 
 
 def served_versions(config: ModelConfig | None, versions: list[int]) -> list[int]:
@@ -458,7 +477,6 @@ def read_model_dir(path: str | os.PathLike, config_name: str | None = None) -> M
     except ConfigError as e:
         entry.error = e
         return entry
-    entry.locations = locate(entry.text)
     return entry
 
 

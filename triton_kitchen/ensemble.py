@@ -333,19 +333,20 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
         )
         return
 
-    # -- inputs and outputs
-    for kind in ("input", "output"):
+    # -- inputs and outputs (checked when a backend loads the model; Triton does not check an
+    # ensemble's own, whose shapes are compared with its steps' instead)
+    for kind in ("input", "output") if not is_ens else ():
         for i, io in enumerate(getattr(cfg, kind)):
             line = e.line(kind, i)
             label = f"{kind} {i}" if not io.name else f"{kind} '{io.name}'"
             if not io.name:
-                c.error("io_no_name", f"{label} has no name", line=line, triton=f"must specify 'name' for {name}")
+                c.error("io_no_name", f"{label} has no name", line=line, triton=f"model {kind} must specify 'name' for {name}")
             elif io.data_type == 0:
                 c.error(
                     "io_no_data_type",
                     f"{label} has no data_type",
                     line=line,
-                    triton=f"'{io.name}' must specify 'data_type' for {name}",
+                    triton=f"model {kind} '{io.name}' must specify 'data_type' for {name}",
                     tensor=io.name,
                 )
             elif len(io.dims) == 0:
@@ -353,7 +354,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
                     "io_no_dims",
                     f"{label} has no dims (a scalar per request is dims: [ 1 ])",
                     line=line,
-                    triton=f"'{io.name}' must specify 'dims' for {name}",
+                    triton=f"model {kind} '{io.name}' must specify 'dims' for {name}",
                     tensor=io.name,
                 )
             elif any(d < 1 and d != -1 for d in io.dims):
@@ -362,8 +363,8 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
                     f"{label}: dims {_dims_str(io.dims)}; each dimension is >= 1, or -1 for any size",
                     line=e.line(kind, i, "dims", 0) or line,
                     triton=(
-                        f"'{io.name}' dimension must be integer >= 1, or -1 to indicate a variable-size dimension "
-                        f"for {name}"
+                        f"model {kind} '{io.name}' dimension must be integer >= 1, or -1 to indicate a "
+                        f"variable-size dimension for {name}"
                     ),
                     tensor=io.name,
                     dims=list(io.dims),
@@ -588,7 +589,9 @@ def _triton_data_flow(cfg, name: str) -> str | None:
     return None
 
 
-def _step_graph(steps) -> tuple[dict[int, set[int]], dict[str, int]]:
+def _step_graph(steps, ens_inputs=()) -> tuple[dict[int, set[int]], dict[str, int]]:
+    """Step i -> step j when j reads a tensor i writes (ensemble inputs are ready from the start,
+    so a step that writes one does not hold anybody up)."""
     producer: dict[str, int] = {}
     for i, s in enumerate(steps):
         for t in s.output_map.values():
@@ -596,7 +599,7 @@ def _step_graph(steps) -> tuple[dict[int, set[int]], dict[str, int]]:
     succ: dict[int, set[int]] = {i: set() for i in range(len(steps))}
     for j, s in enumerate(steps):
         for t in s.input_map.values():
-            if t in producer:
+            if t in producer and t not in ens_inputs:
                 succ[producer[t]].add(j)
     return succ, producer
 
@@ -681,8 +684,8 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
     steps = cfg.ensemble_scheduling.step
     triton = _triton_data_flow(cfg, name)
     before = len(c.items)
-    succ, producer = _step_graph(steps)
     ens_inputs = [i.name for i in cfg.input]
+    succ, producer = _step_graph(steps, set(ens_inputs))
     ens_outputs = [o.name for o in cfg.output]
     read_by: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(steps):
@@ -763,12 +766,23 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
                 line=e.line("output", k),
                 tensor=t,
             )
-        elif t not in ready and producer[t] not in in_cycle and not c.items[before:]:
+        elif t not in ready and producer[t] not in in_cycle and not has_errors(c.items[before:]):
             c.error(
                 "output_not_written",
                 f"ensemble output '{t}' is never written: step {label(producer[t])} cannot run",
                 line=e.line("output", k),
                 tensor=t,
+            )
+    # a step that writes an ensemble input: Triton accepts it (the input is ready from the start)
+    for t, i in producer.items():
+        if t in ens_inputs:
+            c.warning(
+                "writes_ensemble_input",
+                f"step {label(i)} writes '{t}', which is an ensemble input; Triton accepts the config, but the "
+                "client's tensor and the step's output would share one name",
+                line=_map_line(e, i, "output_map", _key_of(steps[i].output_map, t)),
+                tensor=t,
+                step=i,
             )
     # written but unused
     for t, i in producer.items():
@@ -782,10 +796,10 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
                 tensor=t,
                 step=i,
             )
-    new = c.items[before:]
+    new = [p for p in c.items[before:] if p.is_error]
     if triton and not new:  # should not happen; keep Triton's verdict anyway
         c.error("data_flow", triton, triton=triton)
-        new = c.items[before:]
+        new = [p for p in c.items[before:] if p.is_error]
     if triton and new:
         new[0].triton_message = triton
     return not new
@@ -1048,6 +1062,13 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
                 triton = cyc.triton_message
             elif first.code in _POLL_CODES:
                 triton = f"ensemble {name} contains models that are not available or ambiguous: {mname}"
+            elif first.code.startswith("io_"):
+                v = max(repo[mname].served_versions, default=1)
+                triton = (
+                    f"ensemble '{name}' depends on '{mname}' which has no loaded version. Model '{mname}' loading "
+                    f"failed with error: version {v} is at UNAVAILABLE state: Invalid argument: "
+                    f"{first.triton_message};"
+                )
             else:
                 triton = (
                     f"ensemble '{name}' depends on '{mname}' which is not valid. Model '{mname}' failed with error: "
@@ -1149,11 +1170,47 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     _build_tensor_nodes(e, repo, frozenset(stack), on_error, on_warning)
     if has_errors(c.items):
         return
+    _warn_hidden_mismatches(e, repo, c)
 
     # 4. decoupled steps feeding one step
     _, err = _ensemble_decoupled_label(e, repo, frozenset(stack))
     if err:
         c.error("decoupled_fan_in", _decoupled_message(e, repo), line=e.line("ensemble_scheduling", 0), triton=err)
+
+
+def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
+    """Shapes Triton never compares: it checks each use of a tensor against the first declaration
+    only, so [4] and [5] both pass against a declared [-1] although they cannot both be right."""
+    decls: dict[str, list[tuple[int, str, list[int], list[int]]]] = defaultdict(list)
+    for i, s in enumerate(e.config.ensemble_scheduling.step):
+        scfg = repo[s.model_name].config
+        b = scfg.max_batch_size > 0
+        for kind, mp in (("input", s.input_map), ("output", s.output_map)):
+            for key, tensor in mp.items():
+                io = _find_io(scfg, kind, key)
+                if io is not None:
+                    decls[tensor].append((i, s.model_name, list(io.dims), ([-1] if b else []) + list(io.dims)))
+    for tensor, ds in decls.items():
+        for a in range(len(ds)):
+            for b in range(a + 1, len(ds)):
+                (i, m1, d1, f1), (j, m2, d2, f2) = ds[a], ds[b]
+                if not _compare_dims(d1, d2) and not _compare_dims(f1, f2):
+                    c.warning(
+                        "hidden_shape_mismatch",
+                        f"tensor '{tensor}': {m1} (step {i}) uses {_dims_str(f1)} and {m2} (step {j}) uses "
+                        f"{_dims_str(f2)}; Triton accepts the config because each matches the first declaration "
+                        "(a -1 wildcard), but both cannot be right at run time",
+                        line=e.line(*_step_path(j)),
+                        tensor=tensor,
+                        first_step=i,
+                        second_step=j,
+                        first_shape=f1,
+                        second_shape=f2,
+                    )
+                    break
+            else:
+                continue
+            break
 
 
 _POLL_CODES = {
@@ -1184,10 +1241,14 @@ def _explain(code: str, i: int, model: str, p: dict, ens: str) -> str:
             f"{p['second_type']} ({who})"
         )
     if code == "shape_mismatch":
+        none = ""
+        for key, model in (("first_shape", "first_model"), ("second_shape", "second_model")):
+            if not [d for d in p[key]] or p[key] == [-1] and p[model] == ens:
+                none = f"; {p[model]} declares no dims for '{p['tensor']}'"
         return (
             f"tensor '{p['tensor']}': shape {_dims_str(p['first_shape'])} from {p['first_model']} does not match "
             f"{_dims_str(p['second_shape'])} from {p['second_model']} ({who}; -1 matches any size, the leading -1 "
-            "is the batch dimension of a batching model)"
+            f"is the batch dimension of a batching model){none}"
         )
     if code == "map_to_missing_input":
         hint = _close(p["key"], p["inputs"])
@@ -1383,7 +1444,7 @@ class Dag:
         """(source node, target node, tensor name) for every tensor hop."""
         out = []
         for t in self.tensors:
-            src = t.producer or (f"in:{t.name}" if t.kind == "input" else None)
+            src = f"in:{t.name}" if t.kind == "input" else t.producer
             if src is None:
                 continue
             for c in t.consumers:
@@ -1430,7 +1491,7 @@ def _compute_stages(steps: list[DagStep], ens_inputs: list[str]) -> None:
             if all(t in ready for t in ins):
                 deps = [stage[producer[t].id] for t in ins if t in producer and producer[t].id in stage]
                 stage[s.id] = 1 + max(deps, default=0)
-                ready.update(s.output_map.values())
+                ready.update(t for t in s.output_map.values() if producer.get(t) is s)
                 remaining.remove(s)
                 progress = True
     for s in steps:
