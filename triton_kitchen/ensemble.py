@@ -724,9 +724,13 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
             ts = sorted(set(steps[a].output_map.values()) & set(steps[b].input_map.values()))
             via.append(ts[0] if ts else "?")
         walk = " ".join(f"{label(a)} --{t}-->" for a, t in zip(order, via, strict=True)) + f" {label(order[0])}"
+        if len(order) == 1:
+            text = f"cycle: step {label(order[0])} reads '{via[0]}', its own output, so it waits for itself and never runs"
+        else:
+            text = f"cycle: {walk}; each of these steps waits for an output of another, so none of them ever runs"
         c.error(
             "cycle",
-            f"cycle: {walk}; each of these steps waits for an output of another, so none of them ever runs",
+            text,
             line=e.line(*_step_path(order[0])),
             steps=[steps[i].model_name for i in order],
             step_indexes=order,
