@@ -32,6 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
+import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
@@ -233,7 +234,10 @@ class Caller:
     """Calls one model with one protocol, again and again, from one thread.
 
     Owns its connection (HTTP keep-alive via ``http.client``, or a gRPC client), so give each thread
-    its own Caller. ``address`` overrides the endpoint's host:port (for example a CountingProxy)."""
+    its own Caller. ``address`` overrides the endpoint's host:port (for example a CountingProxy).
+    With ``reuse_request`` (the default) the request is encoded once, with tritonclient's own
+    encoders, and sent again and again, as perf_analyzer does: a load then measures the server and
+    the protocol rather than Python encoding numbers (``reuse_request=False`` re-encodes each call)."""
 
     def __init__(
         self,
@@ -245,6 +249,7 @@ class Caller:
         compression: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         address: str | None = None,
+        reuse_request: bool = True,
     ) -> None:
         self.protocol = check_protocol(protocol)
         if compression not in COMPRESSIONS:
@@ -255,8 +260,11 @@ class Caller:
         self.compression = compression
         self.timeout_s = timeout_s
         self.address = address or (endpoint.grpc_url if protocol == "grpc" else endpoint.http_url)
+        self.reuse_request = reuse_request
         self._conn: http.client.HTTPConnection | None = None
         self._grpc: grpcclient.InferenceServerClient | None = None
+        self._http_request: tuple[bytes, dict[str, str]] | None = None
+        self._grpc_request = None
         # http-json: BYTES that are not UTF-8 (a JPEG) cannot be a JSON string; they go binary.
         self.binary_inputs = (
             [n for n, a in arrays.items() if a.dtype == object and _not_utf8(a)] if protocol == "http-json" else []
@@ -285,7 +293,9 @@ class Caller:
         return body, headers
 
     def _http_call(self, timeout: float) -> CallResult:
-        body, headers = self.encode_http()
+        if self._http_request is None or not self.reuse_request:
+            self._http_request = self.encode_http()
+        body, headers = self._http_request
         host, port = _host_port(self.address)
         t0 = time.perf_counter()
         try:
@@ -326,35 +336,42 @@ class Caller:
         outputs = [grpcclient.InferRequestedOutput(n) for n in self.output_names or []] or None
         return inputs, outputs
 
-    def grpc_request_bytes(self) -> int:
-        """Size of the serialized ModelInferRequest protobuf. With compression on, gRPC compresses
-        each message inside the transport, where only the wire bytes can see it."""
+    def encode_grpc(self):
+        """The ModelInferRequest protobuf, built by tritonclient's own request builder."""
         inputs, outputs = self.grpc_request()
-        request = grpc_utils._get_inference_request(
+        return grpc_utils._get_inference_request(
             model_name=self.model, inputs=inputs, model_version="", request_id="", outputs=outputs,
             sequence_id=0, sequence_start=False, sequence_end=False, priority=0, timeout=None, parameters=None,
         )
-        return request.ByteSize()
+
+    def grpc_request_bytes(self) -> int:
+        """Size of the serialized ModelInferRequest protobuf. With compression on, gRPC compresses
+        each message inside the transport, where only the wire bytes can see it."""
+        return self.encode_grpc().ByteSize()
 
     def _grpc_call(self, timeout: float) -> CallResult:
         if self._grpc is None:
             self._grpc = grpcclient.InferenceServerClient(self.address)
-            self._grpc_request_size = self.grpc_request_bytes()
+        if self._grpc_request is None or not self.reuse_request:
+            self._grpc_request = self.encode_grpc()
+        request = self._grpc_request
         t0 = time.perf_counter()
-        inputs, outputs = self.grpc_request()
         try:
-            result = self._grpc.infer(
-                self.model, inputs, outputs=outputs, client_timeout=timeout, compression_algorithm=self.compression
+            # what InferenceServerClient.infer does after building the request
+            response = self._grpc._client_stub.ModelInfer(
+                request=request, metadata=self._grpc._get_metadata(None), timeout=timeout,
+                compression=grpc_utils._grpc_compression_type(self.compression),
             )
-        except InferenceServerException as exc:
+        except grpc.RpcError as rpc_error:
+            exc = grpc_utils.get_error_grpc(rpc_error)
             kind = _grpc_kind(exc)
             if kind != "server":
                 self.close()
             raise ProtocolError(exc.message() or str(exc), kind) from exc
         ms = (time.perf_counter() - t0) * 1000
-        response = result.get_response()
+        result = grpcclient.InferResult(response)
         outputs_np = {o.name: result.as_numpy(o.name) for o in response.outputs}
-        return CallResult(self.protocol, self.model, outputs_np, ms, self._grpc_request_size, response.ByteSize())
+        return CallResult(self.protocol, self.model, outputs_np, ms, request.ByteSize(), response.ByteSize())
 
     # ---------------------------------------------------------------------------------------------------
     def call(self, timeout_s: float | None = None) -> CallResult:
