@@ -33,19 +33,35 @@ LABS = [
 
 def _pages(entries, t, only_existing: bool) -> list:
     pages = []
-    for i, (path, url, key, icon) in enumerate(entries):
+    for path, url, key, icon in entries:
         if only_existing and not (ROOT / path).is_file():
             continue
-        pages.append(
-            st.Page(path, title=t(key), url_path=url, icon=icon, default=(i == 0 and not only_existing))
-        )
+        pages.append(st.Page(path, title=t(key), url_path=url, icon=icon))
     return pages
+
+
+def home() -> None:
+    """The welcome page: what the app is, and the chapters with their one-line summaries."""
+    from triton_kitchen import lessons
+
+    t = state.t
+    st.title(t("app.title"))
+    st.markdown(t("app.tagline"))
+    st.info(t("home.start"), icon="👈")
+    for (path, _, key, icon), lesson in zip(CHAPTERS, lessons.list_lessons(state.lang()), strict=True):
+        st.page_link(path, label=f"**{t(key)}** — {lesson.summary}", icon=icon)
+    labs = [(path, key, icon) for path, _, key, icon in LABS if (ROOT / path).is_file()]
+    if labs:
+        st.subheader(t("nav.labs"))
+        for path, key, icon in labs:
+            st.page_link(path, label=t(key), icon=icon)
 
 
 st.set_page_config(page_title="Triton Kitchen", page_icon="🍳", layout="wide")
 state.sync_query_params()
 t = state.t
-sections = {t("nav.lessons"): _pages(CHAPTERS, t, only_existing=False)}
+welcome = st.Page(home, title=t("page.home"), icon="🍳", url_path="home", default=True)
+sections = {t("nav.lessons"): [welcome, *_pages(CHAPTERS, t, only_existing=False)]}
 labs = _pages(LABS, t, only_existing=True)
 if labs:
     sections[t("nav.labs")] = labs

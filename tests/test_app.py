@@ -96,11 +96,13 @@ def test_sidebar_status(remote, lang):
 def test_language_switch(remote):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
-    assert at.title[0].value == lessons.load_lesson(1, "zh").title
+    assert at.title[0].value == lessons.t("app.title", "zh")
+    assert lessons.load_lesson(1, "zh").summary in "\n".join(m.proto.label for m in at.get("page_link"))
     at.sidebar.segmented_control(key="tk_lang_switch").set_value("en").run()
     assert not at.exception
     assert at.query_params["lang"] == ["en"] or at.query_params["lang"] == "en"
-    assert at.title[0].value == lessons.load_lesson(1, "en").title
+    assert at.title[0].value == lessons.t("app.title", "en")
+    assert lessons.load_lesson(1, "en").summary in "\n".join(m.proto.label for m in at.get("page_link"))
 
 
 def test_classify_sample_photo(remote):

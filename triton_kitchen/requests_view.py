@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +31,15 @@ from triton_kitchen.server import Endpoint
 HTTP_HEADER_NAME = "Inference-Header-Content-Length"
 USER_AGENT = "python/gevent-http-client"
 GRPC_PREFIX_BYTES = 5  # gRPC length-prefixed message: 1 byte compressed flag + 4 bytes length
+
+
+_SCALAR_LIST = re.compile(r"\[\s*((?:[-\w.\"' ]+,\s*)*[-\w.\"' ]+)\s*\]")
+
+
+def pretty_json(doc) -> str:
+    """Indented JSON with short lists of scalars kept on one line (shapes, cut data)."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return _SCALAR_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
 
 
 @dataclass
@@ -117,8 +127,8 @@ class HttpRequestView:
         for item in doc.get("inputs", []):
             data = item.get("data")
             if isinstance(data, list) and len(data) > 6:
-                item["data"] = [*data[:3], f"... {len(data) - 6:,} more ...", *data[-3:]]
-        text = json.dumps(doc, indent=2, ensure_ascii=False)
+                item["data"] = [*data[:3], f"... {len(data) - 6} more ...", *data[-3:]]
+        text = pretty_json(doc)
         return text if len(text) <= max_chars else text[:max_chars] + "\n..."
 
     def binary_preview(self, n: int = 48) -> str:
@@ -190,8 +200,8 @@ class HttpResponseView:
         for item in doc.get("outputs", []):
             data = item.get("data")
             if isinstance(data, list) and len(data) > 8:
-                item["data"] = [*data[:4], f"... {len(data) - 8:,} more ...", *data[-4:]]
-        text = json.dumps(doc, indent=2, ensure_ascii=False)
+                item["data"] = [*data[:4], f"... {len(data) - 8} more ...", *data[-4:]]
+        text = pretty_json(doc)
         return text if len(text) <= max_chars else text[:max_chars] + "\n..."
 
 
