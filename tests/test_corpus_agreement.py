@@ -22,7 +22,9 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -55,17 +57,32 @@ def our_verdict(name: str, root: Path = CORPUS):
 
 
 class CorpusRunner:
-    """Loads corpus cases one after another into one explicit-mode tritonserver."""
+    """Loads corpus cases into one explicit-mode tritonserver, a few at a time.
+
+    Triton remembers every model it has polled: when a later config with the same name fails
+    to poll, it may keep (and load) the earlier one.  So no model name is ever reused within
+    one server: each load copies its case under fresh names (``k<n>_<model>``: directories,
+    the top-level ``name:`` and the steps' ``model_name:``), and messages are read back
+    without the prefix.  Unique names also let cases load concurrently.
+    """
 
     def __init__(self, server, repo: Path) -> None:
-        import tritonclient.http as httpclient
-
         self.server = server
         self.repo = repo
-        self.client = httpclient.InferenceServerClient(server.http_url, network_timeout=60.0)
         self.headers = server.repo_key
         self.stamp = time.time()
         self.count = 0
+        self.lock = threading.Lock()
+        self.local = threading.local()
+
+    @property
+    def client(self):
+        # tritonclient.http runs on gevent: one client per thread
+        if getattr(self.local, "client", None) is None:
+            import tritonclient.http as httpclient
+
+            self.local.client = httpclient.InferenceServerClient(self.server.http_url, network_timeout=60.0)
+        return self.local.client
 
     def _log_size(self) -> int:
         try:
@@ -87,62 +104,61 @@ class CorpusRunner:
                 out.append(msg)
         return out
 
-    def _clear(self) -> None:
-        try:
-            index = self.client.get_model_repository_index(headers=self.headers)
-        except Exception:  # noqa: BLE001
-            index = []
-        for m in index:
-            if m.get("state") in ("READY", "LOADING", "UNLOADING"):
-                try:
-                    self.client.unload_model(m["name"], headers=self.headers)
-                except Exception:  # noqa: BLE001
-                    pass
-        for p in list(self.repo.iterdir()):
-            shutil.rmtree(p, ignore_errors=True)
-
-    def _copy(self, name: str) -> str:
-        """Copy a case under fresh model names (``k<n>_<name>``) and return the prefix.
-
-        Triton remembers every model it has polled: when a later config with the same name
-        fails to poll, it may keep (and load) the earlier one.  So no name is ever reused
-        within one server: directories, top-level ``name:`` and steps' ``model_name:`` get a
-        prefix unique to this load; messages are read back without it.
-        """
-        self.count += 1
-        prefix = f"k{self.count}_"
+    def _copy(self, name: str) -> tuple[str, list[str]]:
+        with self.lock:
+            self.count += 1
+            prefix = f"k{self.count}_"
+            self.stamp += 10
+            stamp = self.stamp
         src = CORPUS / name
         models = [p.name for p in src.iterdir() if p.is_dir()]
-        for m in models:
-            shutil.copytree(src / m, self.repo / (prefix + m), copy_function=shutil.copy)
-        pattern = re.compile(
-            r'(^name:\s*"|model_name:\s*")(' + "|".join(re.escape(m) for m in models) + r')"', re.M
-        )
-        for cfg in list(self.repo.glob("*/config.pbtxt")) + list(self.repo.glob("*/configs/*.pbtxt")):
-            text = cfg.read_text(errors="surrogateescape")
-            cfg.write_text(pattern.sub(lambda mt: mt.group(1) + prefix + mt.group(2) + '"', text), errors="surrogateescape")
-        self.stamp += 10
-        for d, dirs, files in os.walk(self.repo):
-            for f in dirs + files:
-                os.utime(os.path.join(d, f), (self.stamp, self.stamp))
-        return prefix
+        dirs = [self.repo / (prefix + m) for m in models]
+        pattern = re.compile(r'(^name:\s*"|model_name:\s*")(' + "|".join(re.escape(m) for m in models) + r')"', re.M)
+        for m, dst in zip(models, dirs, strict=True):
+            tmp = self.repo / (".tmp-" + prefix + m)  # hidden until complete: Triton never sees half a copy
+            shutil.copytree(src / m, tmp, copy_function=shutil.copy)
+            for cfg in [tmp / "config.pbtxt", *tmp.glob("configs/*.pbtxt")]:
+                if cfg.is_file():
+                    text = cfg.read_text(errors="surrogateescape")
+                    text = pattern.sub(lambda mt: mt.group(1) + prefix + mt.group(2) + '"', text)
+                    cfg.write_text(text, errors="surrogateescape")
+            # fresh, increasing modification times
+            for d, subdirs, files in os.walk(tmp):
+                for f in subdirs + files:
+                    os.utime(os.path.join(d, f), (stamp, stamp))
+            os.utime(tmp, (stamp, stamp))
+            tmp.rename(dst)
+        return prefix, [d.name for d in dirs]
+
+    def _clear(self, names: list[str]) -> None:
+        for n in names:
+            try:
+                self.client.unload_model(n, headers=self.headers)
+            except Exception:  # noqa: BLE001 - not loaded, or already gone
+                pass
+        for n in names:
+            shutil.rmtree(self.repo / n, ignore_errors=True)
 
     def run(self, name: str) -> tuple[bool, str | None]:
         meta = case_meta(name)
-        prefix = self._copy(name)
+        prefix, names = self._copy(name)
         pos = self._log_size()
         try:
             self.client.load_model(prefix + meta["load"], headers=self.headers)
             ok, message = True, None
         except Exception as e:  # noqa: BLE001 - any refusal is Triton's verdict
-            ok, message = False, self._message(str(e), prefix + meta["load"], pos)
+            ok, message = False, self._message(str(e), prefix, prefix + meta["load"], pos)
             message = message.replace(prefix, "")
-        self._clear()
+        self._clear(names)
         return ok, message
 
-    def _message(self, api: str, target: str, pos: int) -> str:
+    def run_all(self, cases: list[str], workers: int = 3) -> dict[str, tuple[bool, str | None]]:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return dict(zip(cases, pool.map(self.run, cases), strict=True))
+
+    def _message(self, api: str, prefix: str, target: str, pos: int) -> str:
         time.sleep(0.05)
-        errors = self._log_since(pos)
+        errors = [e for e in self._log_since(pos) if prefix in e]
         msg = re.sub(r"^\[\d+\]\s*", "", api).strip()
         if "failed to poll from model repository" in msg:
             polls = [e for e in errors if e.startswith("Poll failed for model directory")]
@@ -205,8 +221,9 @@ def test_recorded_verdict_agrees(case):
 def test_live_agreement_with_triton(corpus_runner):
     """Every case loaded into the real server: 100 % agreement of verdicts."""
     disagree = []
+    results = corpus_runner.run_all(CASES)
     for case in CASES:
-        triton_ok, triton_msg = corpus_runner.run(case)
+        triton_ok, triton_msg = results[case]
         ours, problems = our_verdict(case)
         if ours != triton_ok:
             disagree.append((case, triton_ok, triton_msg, [p.message for p in problems if p.is_error][:2]))
@@ -232,10 +249,11 @@ def record() -> int:
     agree = 0
     try:
         runner = CorpusRunner(srv, repo)
+        t0 = time.monotonic()
+        results = runner.run_all(CASES)
+        print(f"{len(CASES)} cases loaded in {time.monotonic() - t0:.1f} s")
         for case in CASES:
-            t0 = time.monotonic()
-            ok, msg = runner.run(case)
-            dt = time.monotonic() - t0
+            ok, msg = results[case]
             meta = case_meta(case)
             meta["triton_loads"], meta["triton_message"] = ok, msg
             (CORPUS / case / "case.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -244,7 +262,7 @@ def record() -> int:
             first = next((p for p in problems if p.is_error), None)
             warn = next((p for p in problems if not p.is_error), None)
             rows.append((case, ok, ours, msg, first, warn))
-            print(f"{case:40s} triton={ok!s:5s} check={ours!s:5s} {dt:5.2f}s {msg or ''}", flush=True)
+            print(f"{case:40s} triton={ok!s:5s} check={ours!s:5s} {msg or ''}", flush=True)
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)

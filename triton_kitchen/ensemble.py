@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict, deque
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 from triton_kitchen.config import (
@@ -91,6 +92,8 @@ class _Collector:
         self.items: list[Problem] = []
 
     def add(self, severity, code, message, line=None, triton=None, **params) -> Problem:
+        if callable(line):  # positions are looked up only for problems actually reported
+            line = line()
         p = Problem(
             severity,
             code,
@@ -337,7 +340,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
     # ensemble's own, whose shapes are compared with its steps' instead)
     for kind in ("input", "output") if not is_ens else ():
         for i, io in enumerate(getattr(cfg, kind)):
-            line = e.line(kind, i)
+            line = partial(e.line, kind, i)
             label = f"{kind} {i}" if not io.name else f"{kind} '{io.name}'"
             if not io.name:
                 c.error("io_no_name", f"{label} has no name", line=line, triton=f"model {kind} must specify 'name' for {name}")
@@ -361,7 +364,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
                 c.error(
                     "io_bad_dims",
                     f"{label}: dims {_dims_str(io.dims)}; each dimension is >= 1, or -1 for any size",
-                    line=e.line(kind, i, "dims", 0) or line,
+                    line=partial(e.line, kind, i, "dims", 0),
                     triton=(
                         f"model {kind} '{io.name}' dimension must be integer >= 1, or -1 to indicate a "
                         f"variable-size dimension for {name}"
@@ -1030,7 +1033,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     broken: set[str] = set()
     for i, s in enumerate(steps):
         mname = s.model_name
-        line = e.line(*_step_path(i), "model_name", 0)
+        line = partial(e.line, *_step_path(i), "model_name", 0)
         if mname not in repo:
             hint = _close(mname, list(repo))
             c.error(
