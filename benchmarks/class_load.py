@@ -54,6 +54,7 @@ class StreamlitSession:
         self.ws = None
         self.pages: dict[str, str] = {}  # url path -> page_script_hash
         self.buttons: dict[str, str] = {}  # user key -> widget id
+        self.fragments: dict[str, str] = {}  # user key -> id of the st.fragment holding the button
 
     async def __aenter__(self) -> StreamlitSession:
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None, open_timeout=30)
@@ -72,6 +73,8 @@ class StreamlitSession:
             widget = msg.rerun_script.widget_states.widgets.add()
             widget.id = self.buttons[click]
             widget.trigger_value = True
+            if click in self.fragments:  # as the browser does: rerun only the button's fragment
+                msg.rerun_script.fragment_id = self.fragments[click]
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         result = RunResult(0.0, False)
@@ -89,7 +92,7 @@ class StreamlitSession:
                 for p in fm.navigation.app_pages:
                     self.pages[p.url_pathname] = p.page_script_hash
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                self._look_at(fm.delta.new_element, result)
+                self._look_at(fm.delta.new_element, result, fm.delta.fragment_id)
             elif kind == "script_finished":
                 status = fm.script_finished
                 if status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY):
@@ -100,10 +103,13 @@ class StreamlitSession:
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _look_at(self, element, result: RunResult) -> None:
+    def _look_at(self, element, result: RunResult, fragment_id: str) -> None:
         kind = element.WhichOneof("type")
         if kind == "button" and "-" in element.button.id:
-            self.buttons[element.button.id.rsplit("-", 1)[-1]] = element.button.id
+            key = element.button.id.rsplit("-", 1)[-1]
+            self.buttons[key] = element.button.id
+            if fragment_id:
+                self.fragments[key] = fragment_id
         elif kind == "exception":
             result.problems.append(f"exception: {element.exception.message[:200]}")
         elif kind == "alert" and element.alert.format == element.alert.ERROR:
@@ -183,8 +189,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--duration", type=float, default=60.0)
-    parser.add_argument("--lab-page", default="lab_protocols", help="url path of the lab page ('' for none)")
-    parser.add_argument("--lab-button", default="lab_protocols_run", help="widget key of the lab's run button")
+    parser.add_argument("--lab-page", default="lab-protocols", help="url path of the lab page ('' for none)")
+    parser.add_argument("--lab-button", default="proto_load_run", help="widget key of the lab's run button")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 

@@ -67,6 +67,7 @@ def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None) -> 
             st.code(repo.loaded_config_text(ep, entry.name), language="protobuf")
 
 
+@st.fragment  # a click reruns only this part: cheap enough for a whole class clicking at once
 def order_a_meal() -> None:
     """Send a photo through image_classifier (preprocess -> classifier -> postprocess) and show the top-5."""
     st.subheader(t("ch1.try_title"))
