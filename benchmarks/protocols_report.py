@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cross-check", choices=("none", "one", "all"), default="one",
                     help="perf_analyzer: none, one (grpc and http-binary at concurrency 4, each model), "
                          "or all (every non-JSON cell)")
-    ap.add_argument("--check-duration", type=float, default=6.0, help="seconds of each engine per cross-check")
+    ap.add_argument("--check-duration", type=float, default=16.0, help="seconds of each engine per cross-check")
+    ap.add_argument("--check-rounds", type=int, default=8,
+                    help="alternating slices per cross-check (a shared machine is noisy; default: %(default)s)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
@@ -176,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                 else [(p, 4) for p in ("http-binary", "grpc")] if args.cross_check == "one" else []
             for p, c in cells:
                 try:
-                    check = bench.cross_check(endpoint, model, p, c, duration_s=args.check_duration, rounds=3)
+                    check = bench.cross_check(endpoint, model, p, c, duration_s=args.check_duration,
+                                               rounds=args.check_rounds)
                 except bench.PerfAnalyzerError as exc:
                     check = {"model": model, "protocol": p, "concurrency": c, "error": str(exc).splitlines()[0]}
                 checks.append(check)

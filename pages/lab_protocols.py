@@ -221,7 +221,8 @@ with tab_check:
                  disabled=bench.perf_analyzer_binary() is None):
         with st.spinner(t("lab_protocols.running")):
             try:
-                st.session_state["proto_check"] = bench.cross_check(ep, model, kp, kc, float(kd), rounds=3)
+                st.session_state["proto_check"] = bench.cross_check(ep, model, kp, kc, float(kd),
+                                                                       rounds=max(3, int(kd) // 2))
             except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
                 state.show_error("server_error", str(exc))
     if bench.perf_analyzer_binary() is None:
