@@ -121,7 +121,7 @@ def test_statistics_fallback_labels_itself(server, sample_jpegs):
     hc = http_client(ep)
     before = trace.model_statistics(hc, models)
     client.infer("image_classifier", [tensor])
-    after = trace.model_statistics(hc, models)
+    after = trace.statistics_after(hc, models, before)
     assert all(after[m]["count"] - before[m]["count"] >= 1 for m in models)
     tl = trace.statistics_timeline("image_classifier", models, preds, before, after)
     assert tl.source == "statistics" and "laid out" in tl.note

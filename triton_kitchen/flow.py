@@ -145,10 +145,11 @@ def send(
             hc = http_client(endpoint)
             caller = Caller(endpoint, wire, model, arrays, timeout_s=timeout_s)
             try:
-                caller.call()
-                before = trace.model_statistics(hc, models)
+                first = trace.model_statistics(hc, models)
+                caller.call()  # warm-up, then wait until its statistics have landed
+                before = trace.statistics_after(hc, models, first)
                 result = caller.call()
-                after = trace.model_statistics(hc, models)
+                after = trace.statistics_after(hc, models, before)
             finally:
                 caller.close()
             _, preds = step_models(dag)

@@ -524,6 +524,20 @@ def model_statistics(client, models: Iterable[str]) -> dict[str, dict[str, int]]
     return out
 
 
+def statistics_after(client, models: Iterable[str], before: dict[str, dict[str, int]], timeout: float = 2.0):
+    """``model_statistics`` once every model has counted the request just sent.
+
+    Triton records a composing model's statistics a moment after the ensemble's response is on its
+    way, so a read taken right after the response can miss the last step.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        after = model_statistics(client, models)
+        if all(after[m]["count"] > before[m]["count"] for m in after) or time.monotonic() > deadline:
+            return after
+        time.sleep(0.02)
+
+
 def statistics_timeline(
     model: str,
     step_models: Sequence[str],
