@@ -7,7 +7,9 @@ never shared between threads.
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
@@ -15,6 +17,7 @@ import tritonclient.http as httpclient
 from triton_kitchen.server import Endpoint
 
 _local = threading.local()
+_every_client: weakref.WeakSet = weakref.WeakSet()  # to close them before the interpreter tears grpc down
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -33,6 +36,7 @@ def http_client(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S) -> httpc
         cache[key] = httpclient.InferenceServerClient(
             endpoint.http_url, connection_timeout=timeout, network_timeout=timeout
         )
+        _every_client.add(cache[key])
     return cache[key]
 
 
@@ -42,6 +46,7 @@ def grpc_client(endpoint: Endpoint) -> grpcclient.InferenceServerClient:
     cache = _cache()
     if key not in cache:
         cache[key] = grpcclient.InferenceServerClient(endpoint.grpc_url)
+        _every_client.add(cache[key])
     return cache[key]
 
 
@@ -62,3 +67,13 @@ def close_thread_clients() -> None:
         except Exception:  # closing a client of a dead server may fail; nothing to keep
             pass
     _cache().clear()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close every client at exit: a gRPC client collected after grpc's own teardown prints a traceback."""
+    for client in list(_every_client):
+        try:
+            client.close()
+        except Exception:  # shutting down anyway
+            pass
