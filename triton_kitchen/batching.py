@@ -15,6 +15,7 @@ import copy
 import http.client
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -29,6 +30,7 @@ MODEL = "classifier"
 MAX_INSTANCES = 4
 MAX_QUEUE_DELAY_US = 100_000
 LOAD_TIMEOUT_S = 180.0
+SETTLE_S = 0.5
 
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -210,9 +212,10 @@ def classifier_inputs() -> dict[str, np.ndarray]:
 def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, concurrency: int, duration_s: float,
              protocol: str, stop, progress, model: str) -> ExperimentResult:
     load_model(endpoint, model, config_override(original, settings))
+    time.sleep(SETTLE_S)  # the replaced instance shuts down in the background: let it go first
     before = batch_stats(endpoint, model)
     r = run_bench(endpoint, model, protocol, concurrency, duration_s, inputs=classifier_inputs(),
-                  output_names=["logits"], count_wire=False, stop=stop, progress=progress)
+                  output_names=["logits"], warmup_s=1.0, count_wire=False, stop=stop, progress=progress)
     after = batch_stats(endpoint, model)
     return ExperimentResult(settings, concurrency, r.throughput_rps, r.latency_ms, r.requests, r.errors,
                             stats_delta(before, after), r.error_messages)
