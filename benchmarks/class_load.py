@@ -33,6 +33,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "benchmarks" / "out" / "class_load_app.log"
 sys.path.insert(0, str(ROOT))
 
 from triton_kitchen.server import free_port  # noqa: E402
@@ -156,7 +157,9 @@ def sample_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
 
 def start_app(port: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true", f"--server.port={port}"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    cmd.append("--client.showErrorDetails=full")  # the benchmark wants the real message of any failure
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=LOG.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
