@@ -170,3 +170,12 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
     assert abs(best["difference"]) <= tolerance, [(c["engine_rps"], c["perf_analyzer_rps"], c["rounds"]) for c in checks]
     with pytest.raises(B.PerfAnalyzerError):
         B.run_perf_analyzer(server.endpoint, "ensemble_pipeline", "http-json", 1, {})
+
+
+def test_cli_says_which_port_a_protocol_needs(server):
+    from triton_kitchen.bench import _url_hint
+
+    assert _url_hint(server.http_url, "http-binary") is None
+    assert _url_hint(server.grpc_url, "grpc") is None
+    assert "gRPC port" in _url_hint(server.http_url, "grpc")
+    assert "no KServe-v2 HTTP server" in _url_hint(server.grpc_url, "http-json")

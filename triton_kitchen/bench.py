@@ -526,6 +526,18 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _url_hint(url: str, protocol: str) -> str | None:
+    """Why ``url`` cannot serve ``protocol``, when a quick look can tell (the commonest slip: 8000 vs 8001)."""
+    from triton_kitchen.server import probe_kserve
+
+    answers_http = probe_kserve(url, timeout=2.0)
+    if protocol == "grpc" and answers_http:
+        return f"{url} answers Triton's HTTP API; --protocol grpc needs the gRPC port (Triton's default is 8001)"
+    if protocol != "grpc" and not answers_http:
+        return f"no KServe-v2 HTTP server answers at {url} (Triton's default HTTP port is 8000)"
+    return None
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrency <= MAX_CONCURRENCY:
         print(f"error: --concurrency must be 1..{MAX_CONCURRENCY}", file=sys.stderr)
@@ -537,6 +549,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.url:
         url = args.url.split("://", 1)[-1].rstrip("/")
         endpoint = Endpoint(http_url=url, grpc_url=url)
+        hint = _url_hint(url, args.protocol)
+        if hint:
+            print(f"error: {hint}", file=sys.stderr)
+            return 2
     else:
         from triton_kitchen.server import EmbeddedServer, ServerStartError
 

@@ -7,6 +7,7 @@ writes Triton traces to a file the app can read.
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import secrets
@@ -111,8 +112,8 @@ def probe_kserve(http_url: str, timeout: float = 1.0) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/v2/health/ready", timeout=timeout) as resp:
             return resp.status == 200
-    except (OSError, urllib.error.URLError, ValueError):
-        return False
+    except (OSError, urllib.error.URLError, ValueError, http.client.HTTPException):
+        return False  # refused, timed out, or not HTTP at all (a gRPC port answers with HTTP/2 frames)
 
 
 @dataclass
