@@ -45,9 +45,12 @@ if run:
         bar.progress(min(1.0, base + p.fraction / 2), text=t(f"lab_batching.phase_{name}", done=p.done))
 
     settings = batching.BatchingSettings(True, int(delay), sorted(preferred), int(instances))
+    stop = threading.Event()
+    watch = state.server_watch(stop)  # a dead server ends the run at once
     try:
-        st.session_state["batch_result"] = batching.compare_batching(
-            ep, settings, int(concurrency), float(duration), stop=threading.Event(), progress=progress)
+        state.lab_run(int(concurrency), lambda: st.session_state.__setitem__(
+            "batch_result", batching.compare_batching(ep, settings, int(concurrency), float(duration), stop=stop,
+                                                      progress=lambda n, p: (watch(), progress(n, p)))))
     except batching.BatchingError as exc:
         key = f"lab_batching.error_{exc.code}"
         st.error(t(key))
@@ -55,6 +58,7 @@ if run:
             st.code(str(exc), language=None, wrap_lines=True)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page
         state.show_error(exc)
+    state.say_if_stopped_by_death()
 
 result = st.session_state.get("batch_result")
 if result and result.get("on") and result.get("off"):

@@ -146,15 +146,24 @@ with tab_load:
     st.button(t("lab_protocols.stop"), key="proto_load_stop")  # any click reruns the page: the run stops
     if go_load:
         results = []
-        try:
+        stop = threading.Event()
+        watch = state.server_watch(stop)  # a dead server ends the run at once
+
+        def _load() -> None:
             info, arrays = _inputs()
             for p in chosen:
+                if stop.is_set():
+                    break
+                bar = _progress_bar(p)
                 r = bench.run_bench(ep, model, p, conc, float(dur), max_requests=int(cap), inputs=arrays,
                                     output_names=[o.name for o in info.outputs], compression=compression,
-                                    stop=threading.Event(), progress=_progress_bar(p))
+                                    stop=stop, progress=lambda pr, bar=bar: (watch(), bar(pr)))
                 results.append(r)
+        try:
+            state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
         except protocols.ProtocolError as exc:
             _error(exc)
+        state.say_if_stopped_by_death()
         st.session_state["proto_load"] = results
     results = st.session_state.get("proto_load") or []
     if results:
@@ -187,14 +196,21 @@ with tab_sweep:
 
         def sweep_progress(i: int, n: int, p: bench.BenchProgress) -> None:
             bar.progress(min(1.0, (i + p.fraction) / n), text=t("lab_protocols.sweep_step", i=i + 1, n=n))
-        try:
+        sweep_stop = threading.Event()
+        sweep_watch = state.server_watch(sweep_stop)
+
+        def _sweep() -> None:
             info, arrays = _inputs()
             st.session_state["proto_sweep"] = bench.sweep(
-                ep, model, tuple(sweep_protocols), tuple(sorted(levels)), float(sdur), progress=sweep_progress,
+                ep, model, tuple(sweep_protocols), tuple(sorted(levels)), float(sdur),
+                progress=lambda *a: (sweep_watch(), sweep_progress(*a)), stop=sweep_stop,
                 inputs=arrays, output_names=[o.name for o in info.outputs], compression=compression,
                 count_wire=False)
+        try:
+            state.lab_run(max(levels), _sweep)
         except protocols.ProtocolError as exc:
             _error(exc)
+        state.say_if_stopped_by_death()
     sweep_results = st.session_state.get("proto_sweep") or []
     if sweep_results:
         fig = go.Figure()
@@ -221,8 +237,8 @@ with tab_check:
                  disabled=bench.perf_analyzer_binary() is None):
         with st.spinner(t("lab_protocols.running")):
             try:
-                st.session_state["proto_check"] = bench.cross_check(ep, model, kp, kc, float(kd),
-                                                                       rounds=max(3, int(kd) // 2))
+                state.lab_run(kc, lambda: st.session_state.__setitem__("proto_check", bench.cross_check(
+                    ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2))))
             except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
                 state.show_error("server_error", str(exc))
     if bench.perf_analyzer_binary() is None:

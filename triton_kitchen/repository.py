@@ -10,8 +10,10 @@ Everything here is read-only: nothing is written to a repository or loaded into 
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen.server import DEFAULT_REPOSITORY, Endpoint, probe_kserve
+from triton_kitchen.server import DEFAULT_REPOSITORY, Endpoint
 
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_MODELS = 500
@@ -88,14 +90,25 @@ class ModelEntry:
 
 
 # -- the server ------------------------------------------------------------------------------
+def probe_live(http_url: str, timeout: float = 1.0) -> bool:
+    """True when a KServe-v2 server answers ``/v2/health/live``. (``/v2/health/ready`` is not "up": the
+    embedded server runs with strict readiness, so one unloaded model makes the whole server "not ready".)"""
+    url = http_url if "://" in http_url else f"http://{http_url}"
+    try:
+        with urllib.request.urlopen(f"{url}/v2/health/live", timeout=timeout) as resp:
+            return resp.status == 200
+    except (OSError, ValueError, http.client.HTTPException):
+        return False
+
+
 def server_status(endpoint: Endpoint, timeout: float = 1.5) -> ServerStatus:
     """Up or down, Triton's version, and every model with its state (readiness when the index is closed)."""
     from triton_kitchen.clients import http_client
 
     t0 = time.perf_counter()
     status = ServerStatus(up=False, url=endpoint.http_url)
-    if not probe_kserve(endpoint.http_url, timeout=timeout):
-        status.error = f"no KServe-v2 server answers at http://{endpoint.http_url}/v2/health/ready"
+    if not probe_live(endpoint.http_url, timeout=timeout):
+        status.error = f"no KServe-v2 server answers at http://{endpoint.http_url}/v2/health/live"
         status.checked_ms = (time.perf_counter() - t0) * 1000
         return status
     status.up = True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from triton_kitchen.repository import ServerStatus, server_status
@@ -9,6 +11,7 @@ from ui import state
 from ui.state import t
 
 LANG_LABELS = {"zh": "中文", "en": "English"}
+POLL_S = 1.0  # the status poller: a dead server is reported within 2 s
 
 
 def _language_switch() -> None:
@@ -32,7 +35,7 @@ def _server_choice() -> None:
         t("sidebar.server_mode"),
         options,
         index=options.index(mode),
-        format_func=lambda m: t(f"sidebar.mode_{m}"),
+        format_func={m: t(f"sidebar.mode_{m}") for m in options}.get,  # labels made now, in this session's language
         horizontal=True,
         key="tk_mode_radio",
     )
@@ -54,20 +57,23 @@ def _server_choice() -> None:
 
 def _status(status: ServerStatus | None) -> None:
     if status is None:
-        err = state.embedded_error()
-        st.error(t("sidebar.status_down"), icon="🔴")
-        if err is not None:
-            with st.expander(t("error.details")):
-                st.code(str(err)[-3000:], language=None, wrap_lines=True)
-        return
+        if state.server_mode() == "embedded" and state.embedded_state() == "failed":
+            err = state.embedded_error()
+            if err is not None:
+                with st.expander(t("error.details")):
+                    st.code(str(err)[-3000:], language=None, wrap_lines=True)
+        return  # the poller above says stopped / restarting
     if not status.up:
         st.error(t("sidebar.status_down_at", url=status.url), icon="🔴")
+        st.caption(t("sidebar.status_down_help"))
         return
     ready = sum(1 for m in status.models if m.ready)
     st.success(
         t("sidebar.status_up", version=status.version or "?", ready=ready, total=len(status.models)),
         icon="🟢",
     )
+    if ready < len(status.models):
+        st.warning(t("sidebar.models_not_ready", n=len(status.models) - ready), icon="⛔")
     with st.expander(t("sidebar.models")):
         rows = [
             {
@@ -79,31 +85,90 @@ def _status(status: ServerStatus | None) -> None:
         st.dataframe(rows, hide_index=True, width="stretch")
 
 
+def _signature() -> tuple:
+    """What the server looks like now, cheaply: a process check (embedded) or a ≤1 s probe (remote)."""
+    if state.server_mode() == "remote":
+        http_url, _ = state.remote_urls()
+        return ("remote", http_url, state.probe(http_url))
+    current = state.embedded_state()
+    server = state._holder().server
+    if current == "up" and server is not None:
+        return ("embedded", current, server.restarts, server.http_url)
+    return ("embedded", current)
+
+
+def _is_up(sig: tuple) -> bool:
+    return sig[2] is True if sig[0] == "remote" else sig[1] == "up"
+
+
+@st.fragment(run_every=POLL_S)
+def _watch() -> None:
+    """Every second: has the server died, come back, or changed address since this page was drawn? Says
+    so at once (stopped / restarting / failed), and reruns the whole page when it changed, so every page
+    picks up the new endpoint (a restarted server may listen on other ports)."""
+    sig = _signature()
+    shown = st.session_state.get("tk_shown")
+    st.session_state["tk_shown"] = sig
+    if shown is not None and shown != sig and (_is_up(sig) or _is_up(shown)):
+        st.rerun()  # the whole app: the page redraws with the new state
+    if sig[0] == "remote":
+        return  # the full status below is measured once per run
+    holder = state._holder()
+    since = int(time.time() - holder.died_at) if holder.died_at else 0
+    if sig[1] == "restarting":
+        st.warning(t("sidebar.restarting_auto", s=since), icon="🔄")
+    elif sig[1] == "stopped":
+        st.error(t("sidebar.stopped", s=since), icon="🔴")
+        st.caption(t("sidebar.stopped_help"))
+    elif sig[1] == "failed":
+        st.error(t("sidebar.status_down"), icon="🔴")
+
+
+def _previous_log(server) -> str:
+    path = server.log_file.with_suffix(".log.previous")
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-40:])
+    except OSError:
+        return ""
+
+
 def current_status() -> ServerStatus | None:
-    """The current server's status, measured once per script run (cached in session state for it)."""
-    ep = state.endpoint()
+    """The current server's status, measured once per script run (pages read ``tk_status``)."""
+    ep = state._raw_endpoint()
     if ep is None:
-        return None
-    return server_status(ep, timeout=1.0)
+        status = None
+    elif not ep.embedded and not state.probe(ep.http_url):
+        status = ServerStatus(up=False, url=ep.http_url, error="no answer within 1 s")
+    else:
+        status = server_status(ep, timeout=state.PROBE_TIMEOUT_S)
+    st.session_state["tk_status"] = status
+    return status
 
 
 def render_sidebar() -> ServerStatus | None:
-    """Draw the sidebar; returns the server status it measured (None when the embedded server failed)."""
+    """Draw the sidebar; returns the server status it measured (None when the embedded server is down)."""
     with st.sidebar:
         _language_switch()
         st.subheader(t("sidebar.server"))
         _server_choice()
         status = current_status()
+        st.session_state["tk_shown"] = _signature()  # what this run draws; the poller reports changes
+        _watch()
         _status(status)
         if state.server_mode() == "embedded":
-            server = state.embedded_server()
-            if st.button(t("sidebar.restart"), icon="🔄", width="stretch"):
-                with st.spinner(t("sidebar.restarting")):
-                    state.restart_embedded()
+            holder = state._holder()
+            server = holder.server
+            st.toggle(t("sidebar.auto_restart"), value=True, key="tk_auto_restart", help=t("sidebar.auto_help"))
+            if st.button(t("sidebar.restart"), icon="🔄", width="stretch", disabled=holder.restarting):
+                state.restart_embedded()
                 st.rerun()
             if server is not None:
-                st.caption(t("sidebar.embedded_at", http=server.http_url, grpc=server.grpc_url))
+                if server.running:
+                    st.caption(t("sidebar.embedded_at", http=server.http_url, grpc=server.grpc_url))
                 with st.expander(t("sidebar.log")):
                     st.code(server.log_tail(40) or "—", language=None)
-        st.session_state["tk_status"] = status
+                    previous = _previous_log(server)
+                    if previous:
+                        st.caption(t("sidebar.log_previous"))
+                        st.code(previous, language=None)
         return status

@@ -9,11 +9,14 @@ here — ``triton_kitchen.clients`` makes them per thread.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from triton_kitchen import lessons
+from triton_kitchen.repository import probe_live
 from triton_kitchen.server import EmbeddedServer, Endpoint, ServerStartError
 
 DEFAULT_MODEL = "image_classifier"
@@ -61,35 +64,88 @@ def sync_query_params() -> None:
 
 
 # -- the server ------------------------------------------------------------------------------
+RESTART_TIMEOUT_S = 180.0
+PROBE_TIMEOUT_S = 1.0  # a remote server that has not answered by then is reported as unreachable
+_PROBE_TTL_S = 1.0  # one probe per URL and second for the whole app, however many sessions poll
+
+
 class EmbeddedHolder:
-    """The app's one embedded server: started once, on first use; restartable; remembers a failed start."""
+    """The app's one embedded server: started once, on first use; restarted in the background (never in a
+    page's script thread, so no page waits on it); remembers a failed start and when the server died."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.server: EmbeddedServer | None = None
         self.error: Exception | None = None
+        self.died_at: float | None = None  # time.time() when a dead process was first noticed
+        self._restarter: threading.Thread | None = None
 
     def get(self) -> EmbeddedServer | None:
         with self.lock:
-            if self.server is None and self.error is None:
+            if self.server is None and self.error is None and not self.restarting:
                 server = EmbeddedServer()
                 try:
-                    server.start(timeout=180)
+                    server.start(timeout=RESTART_TIMEOUT_S)
                     self.server = server
                 except (ServerStartError, OSError) as exc:
                     self.error = exc
             return self.server
 
-    def restart(self) -> EmbeddedServer | None:
+    @property
+    def restarting(self) -> bool:
+        return self._restarter is not None and self._restarter.is_alive()
+
+    def state(self) -> str:
+        """ "up", "restarting", "stopped" (died, not restarting) or "failed" (never started / restart failed).
+        Cheap: a process check, no network."""
+        if self.restarting:
+            return "restarting"
+        server = self.server
+        if server is None:
+            return "failed" if self.error is not None else "stopped"
+        if server.running:
+            return "up"
+        if self.died_at is None:
+            self.died_at = time.time()
+        return "stopped"
+
+    def restart_async(self, force: bool = False) -> None:
+        """Restart in a background thread: a dead server (``ensure_running``), or any (``force``)."""
         with self.lock:
-            server, self.server, self.error = self.server, None, None
-            if server is not None:
-                try:
-                    server.restart(timeout=180)
-                    self.server = server
-                except (ServerStartError, OSError) as exc:
-                    self.error = exc
-        return self.get()
+            if self.restarting:
+                return
+            if self.died_at is None:
+                self.died_at = time.time()
+            self._restarter = threading.Thread(
+                target=self._restart, args=(force,), name="triton-kitchen-restart", daemon=True
+            )
+            self._restarter.start()
+
+    def _restart(self, force: bool) -> None:
+        server = self.server
+        try:
+            if server is None:
+                server = EmbeddedServer()
+                server.start(timeout=RESTART_TIMEOUT_S)
+            elif force or not server.running:
+                if not server.ensure_running(timeout=RESTART_TIMEOUT_S) and (force or not server.running):
+                    server.restart(timeout=RESTART_TIMEOUT_S)
+            self.server, self.error, self.died_at = server, None, None
+        except (ServerStartError, OSError) as exc:
+            self.error = exc
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for a background restart to end (tests); True when the server is up."""
+        thread = self._restarter
+        if thread is not None:
+            thread.join(timeout)
+        return self.state() == "up"
+
+    def restart(self) -> EmbeddedServer | None:
+        """Restart and wait (kept for scripts and tests); pages use :meth:`restart_async`."""
+        self.restart_async(force=True)
+        self.wait(RESTART_TIMEOUT_S + 10)
+        return self.server
 
 
 @st.cache_resource(show_spinner=False)
@@ -116,13 +172,23 @@ def remote_urls() -> tuple[str, str]:
     return st.session_state[_REMOTE_KEY]
 
 
+def clean_url(url: str) -> str:
+    """``http://host:8000/`` -> ``host:8000`` (the clients want host:port)."""
+    return url.strip().split("://", 1)[-1].split("/", 1)[0].strip()
+
+
 def use_remote(http_url: str, grpc_url: str) -> None:
     st.session_state[_MODE_KEY] = "remote"
-    st.session_state[_REMOTE_KEY] = (http_url.strip(), grpc_url.strip())
+    st.session_state[_REMOTE_KEY] = (clean_url(http_url), clean_url(grpc_url))
 
 
 def use_embedded() -> None:
     st.session_state[_MODE_KEY] = "embedded"
+
+
+def auto_restart() -> bool:
+    """Restart a dead embedded server without being asked (the sidebar's toggle; on by default)."""
+    return bool(st.session_state.get("tk_auto_restart", True))
 
 
 def embedded_server() -> EmbeddedServer | None:
@@ -134,21 +200,106 @@ def embedded_error() -> Exception | None:
     return _holder().error
 
 
-def restart_embedded() -> EmbeddedServer | None:
+def embedded_state() -> str:
+    """The embedded server's state (see :meth:`EmbeddedHolder.state`); a dead one is restarted in the
+    background when this session has auto-restart on."""
+    holder = _holder()
+    current = holder.state()
+    if current == "stopped" and holder.server is not None and auto_restart():
+        holder.restart_async()
+        current = "restarting"
+    return current
+
+
+def restart_embedded() -> None:
+    """The sidebar's restart button: restart in the background; the status poller shows progress."""
     from triton_kitchen.clients import close_thread_clients
 
     close_thread_clients()
-    return _holder().restart()
+    _holder().restart_async(force=True)
 
 
-def endpoint() -> Endpoint | None:
-    """Where the current server answers: the remote one chosen, or the embedded one (None if down)."""
+_probes: dict[str, tuple[float, bool]] = {}
+_probes_lock = threading.Lock()
+
+
+def probe(http_url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Does a KServe-v2 server answer at ``http_url``? Bounded by ``timeout`` even when a name does not
+    resolve (DNS is not covered by socket timeouts); one real probe per URL and second for the app."""
+    now = time.monotonic()
+    with _probes_lock:
+        hit = _probes.get(http_url)
+    if hit and now - hit[0] < _PROBE_TTL_S:
+        return hit[1]
+    answer: list[bool] = []
+    worker = threading.Thread(target=lambda: answer.append(probe_live(http_url, timeout)), daemon=True)
+    worker.start()
+    worker.join(timeout + 0.1)
+    ok = bool(answer and answer[0])
+    with _probes_lock:
+        _probes[http_url] = (time.monotonic(), ok)
+    return ok
+
+
+def _raw_endpoint() -> Endpoint | None:
     if server_mode() == "remote":
         http_url, grpc_url = remote_urls()
         return Endpoint(http_url=http_url, grpc_url=grpc_url, embedded=False)
-    with st.spinner(t("server.starting")):
-        server = embedded_server()
+    holder = _holder()
+    if holder.server is None and holder.error is None and not holder.restarting:
+        with st.spinner(t("server.starting")):
+            holder.get()
+    if embedded_state() != "up":
+        return None
+    server = holder.server
     return server.endpoint if server is not None else None
+
+
+def endpoint() -> Endpoint | None:
+    """Where the current server answers, made fresh on every call (a restarted server may have new ports):
+    the remote one chosen, or the embedded one. None while the embedded server is down or restarting, and
+    when a remote server did not answer this run's status check — so no page waits on a dead server."""
+    ep = _raw_endpoint()
+    if ep is None:
+        return None
+    status = st.session_state.get("tk_status")
+    if status is not None and getattr(status, "url", None) == ep.http_url and not status.up:
+        return None
+    return ep
+
+
+# -- heavy lab runs --------------------------------------------------------------------------
+def lab_run(workers: int, fn: Callable[[], Any]) -> bool:
+    """Run ``fn`` (a load, a sweep, a cross-check) holding ``workers`` of the app-wide lab budget
+    (triton_kitchen.fairness), so one student's lab cannot starve the class. When the budget is taken
+    the page says so at once (translated) and False is returned; nothing waits for long."""
+    from triton_kitchen.fairness import LAB_BUDGET, BudgetBusy
+
+    try:
+        with LAB_BUDGET.hold(workers, wait_s=1.0):
+            fn()
+        return True
+    except BudgetBusy as exc:
+        st.warning(t("lab.busy", used=exc.used, total=exc.total, runs=exc.runs), icon="⏳")
+        return False
+
+
+def server_watch(stop: threading.Event) -> Callable[..., None]:
+    """A progress callback's companion: sets ``stop`` as soon as the embedded server dies, so a run ends
+    at once (the poller restarts the server); call :func:`say_if_stopped_by_death` after the run."""
+
+    def check(*_args) -> None:
+        if server_mode() == "embedded" and embedded_state() != "up":
+            stop.set()
+            st.session_state["tk_run_server_died"] = True
+
+    st.session_state.pop("tk_run_server_died", None)
+    return check
+
+
+def say_if_stopped_by_death() -> None:
+    if st.session_state.pop("tk_run_server_died", None):
+        st.warning(t("lab.server_died"), icon="🔴")
 
 
 # -- errors ----------------------------------------------------------------------------------
