@@ -32,6 +32,12 @@ MAX_QUEUE_DELAY_US = 100_000
 LOAD_TIMEOUT_S = 180.0
 SETTLE_S = 0.5
 
+# What a page may change, and on which models (security: nothing else of a config can be overridden,
+# and the override never carries files, so no page can load a Python backend or upload code).
+LAB_MODELS = (MODEL,)
+SAFE_FIELDS = ("dynamic_batching", "instance_group")
+SAFE_KINDS = {"KIND_CPU", "KIND_GPU", "KIND_AUTO"}
+
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -86,12 +92,46 @@ def config_override(base: dict, settings: BatchingSettings) -> dict:
     group = {k: v for k, v in groups[0].items() if k in ("kind", "gpus")}
     group["count"] = int(settings.instance_count)
     cfg["instance_group"] = [group]
+    check_override(base, cfg)
     return cfg
+
+
+def check_override(base: dict, cfg: dict) -> None:
+    """Refuse an override of the loaded config ``base`` that changes anything but dynamic batching and
+    the instance group (a total of at most MAX_INSTANCES CPU/GPU instances): backend, platform,
+    parameters, model files, agents, inputs and outputs stay exactly as loaded from our repository."""
+    changed = sorted(k for k in set(base) | set(cfg) if base.get(k) != cfg.get(k) and k not in SAFE_FIELDS)
+    if changed:
+        raise BatchingError(f"the lab may not change {', '.join(changed)}", "bad_settings")
+    db = cfg.get("dynamic_batching")
+    if db is not None:
+        if not isinstance(db, dict):
+            raise BatchingError("dynamic_batching must be a message", "bad_settings")
+        delay = int(db.get("max_queue_delay_microseconds", 0) or 0)
+        if not 0 <= delay <= MAX_QUEUE_DELAY_US:
+            raise BatchingError(f"max_queue_delay_microseconds must be 0..{MAX_QUEUE_DELAY_US}", "bad_settings")
+    groups = cfg.get("instance_group") or []
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise BatchingError("instance_group must be a list of groups", "bad_settings")
+    total = sum(int(g.get("count", 1) or 1) for g in groups)
+    if any(g.get("kind", "KIND_CPU") not in SAFE_KINDS for g in groups) or not 1 <= total <= MAX_INSTANCES:
+        raise BatchingError(f"instance_group: kind CPU/GPU/AUTO, 1..{MAX_INSTANCES} instances", "bad_settings")
 
 
 def load_model(endpoint: Endpoint, model: str = MODEL, config: dict | None = None,
                timeout: float = LOAD_TIMEOUT_S) -> None:
-    """(Re)load ``model`` through the repository API; ``config`` overrides config.pbtxt."""
+    """(Re)load ``model`` through the repository API; ``config`` overrides config.pbtxt. Only the lab's
+    models, only a config (never files), and only when its fields are a safe change of the loaded one."""
+    if model not in LAB_MODELS:
+        raise BatchingError(f"the batching lab only reloads {', '.join(LAB_MODELS)}", "bad_settings")
+    if config is not None:
+        if config.get("name", model) != model:
+            raise BatchingError(f"the override names {config.get('name')!r}, not {model!r}", "bad_settings")
+        try:
+            loaded = current_config(endpoint, model)
+        except ProtocolError as exc:
+            raise BatchingError(f"load {model}: cannot read the loaded config: {exc}") from exc
+        check_override(loaded, config)
     host, port = _host_port(endpoint.http_url)
     body = {"parameters": {"config": json.dumps(config)}} if config is not None else {}
     conn = http.client.HTTPConnection(host, port, timeout=timeout)

@@ -198,7 +198,11 @@ def send_config(
     if cfg.platform != "ensemble" or cfg.backend:
         # Only an ensemble may be loaded from user text: it runs nothing but models already on the server.
         raise FlowError("not_ensemble", "only an ensemble config (platform: \"ensemble\", no backend) can be animated")
-    name = f"tk_flow_{cfg.name or 'edited'}_{secrets.token_hex(3)}"
+    import re
+
+    # the name becomes a folder: only safe characters (a "../" in it must not write outside the temp dir)
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", cfg.name or "edited")[:40]
+    name = f"tk_flow_{safe}_{secrets.token_hex(3)}"
     cfg.name = name
     tmp = Path(tempfile.mkdtemp(prefix="tk-flow-"))
     try:

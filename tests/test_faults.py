@@ -1,0 +1,276 @@
+"""Faults, against real servers: tritonserver killed mid-lesson and mid-benchmark, a wrong remote URL,
+an unloaded model, the app-wide lab budget, the batching lab's override limits, a too-large upload.
+
+One small server for the module (a one-model copy of the repository: ``classifier`` only, ~2-3 s to
+start), killed and restarted here; the session's shared ``server`` fixture is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from triton_kitchen import batching, bench, fairness, lessons
+from triton_kitchen.batching import BatchingError
+from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A real tritonserver on a one-model repository (classifier), ours to kill."""
+    repo = tmp_path_factory.mktemp("one-model")
+    (repo / "classifier").symlink_to(DEFAULT_REPOSITORY / "classifier", target_is_directory=True)
+    srv = EmbeddedServer(repo=repo, http_port=0, grpc_port=0, metrics_port=0)
+    srv.start(timeout=120)
+    yield srv
+    srv.stop()
+
+
+def kill_triton(srv: EmbeddedServer) -> None:
+    """SIGKILL the tritonserver process itself (the supervisor's child), as a crash would."""
+    out = subprocess.run(["pgrep", "-P", str(srv.pid)], capture_output=True, text=True).stdout.split()
+    assert out, "tritonserver process not found"
+    for pid in out:
+        os.kill(int(pid), signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while srv.running and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert srv.died
+
+
+@pytest.fixture
+def embedded_app(small, monkeypatch):
+    """The app's embedded-server holder pointed at the small server (restored afterwards)."""
+    monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
+    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
+    from ui import state
+
+    holder = state._holder()
+    saved = holder.server, holder.error, holder.died_at
+    holder.server, holder.error, holder.died_at = small, None, None
+    yield holder
+    holder.wait(120)
+    holder.server, holder.error, holder.died_at = saved
+
+
+def sidebar_text(at: AppTest) -> str:
+    els = [*at.sidebar.success, *at.sidebar.error, *at.sidebar.warning, *at.sidebar.caption]
+    return "\n".join(str(e.value) for e in els)
+
+
+def test_killed_server_is_reported_and_restarted(small, embedded_app):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
+    restarts = small.restarts
+    kill_triton(small)
+    t0 = time.monotonic()
+    at.run()
+    said = time.monotonic() - t0
+    assert not at.exception
+    text = sidebar_text(at)
+    assert "restarting" in text, text
+    assert said < 2.0, f"the app took {said:.1f} s to say the server stopped"
+    assert embedded_app.wait(60), "the server did not come back"
+    assert small.restarts == restarts + 1 and small.running
+    at.run()
+    assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
+    # the log of the run that was killed is still there, beside the new one
+    assert small.log_file.with_suffix(".log.previous").read_text().strip()
+
+
+def test_auto_restart_off_then_button(small, embedded_app):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.sidebar.toggle(key="tk_auto_restart").set_value(False).run()
+    kill_triton(small)
+    at.run()
+    assert not at.exception
+    assert lessons.t("sidebar.stopped_help", "zh") in sidebar_text(at)
+    assert not small.running, "restarted although auto-restart is off"
+    at.sidebar.button[0].click().run()  # the restart button
+    assert not at.exception
+    assert embedded_app.wait(60) and small.running
+    at.run()
+    assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
+
+
+def test_bench_against_a_server_killed_mid_run(small):
+    small.ensure_running(60)
+    ep = small.endpoint
+    killer = threading.Timer(1.0, kill_triton, args=(small,))
+    killer.start()
+    t0 = time.monotonic()
+    r = bench.run_bench(ep, "classifier", "grpc", concurrency=4, duration_s=3.0, warmup_s=0.2, grace_s=2.0,
+                        inputs=batching.classifier_inputs(), output_names=["logits"], count_wire=False)
+    took = time.monotonic() - t0
+    killer.join()
+    assert took <= 0.2 + 3.0 + 2.0 + 0.5, f"run_bench took {took:.1f} s"
+    assert r.errors > 0 and r.error_messages, r
+    assert small.ensure_running(60)
+
+
+def test_wrong_remote_url_has_a_status_within_2s(monkeypatch):
+    for url in (f"127.0.0.1:{free_port()}", "10.255.255.1:8000", "no-such-host.invalid:8000"):
+        monkeypatch.setenv("TRITON_HTTP_URL", url)
+        monkeypatch.setenv("TRITON_GRPC_URL", url)
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        at.query_params["lang"] = "en"
+        t0 = time.monotonic()
+        at.run()
+        took = time.monotonic() - t0
+        assert not at.exception
+        assert any(url in e.value for e in at.sidebar.error), sidebar_text(at)
+        assert took < 2.5, f"{url}: {took:.1f} s"  # the script run, status included (AppTest adds ~0.2 s)
+
+
+def test_unloaded_model_is_a_translated_message(small, embedded_app):
+    """The classifier unloaded: the sidebar counts it as not ready; a request gets 'model not ready'."""
+    from tritonclient.utils import InferenceServerException
+
+    from triton_kitchen.classify import error_code
+    from triton_kitchen.clients import http_client
+
+    small.ensure_running(60)
+    client = http_client(small.endpoint)
+    client.unload_model("classifier", headers=small.repo_key)
+    try:
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        at.query_params["lang"] = "zh"
+        at.run()
+        assert not at.exception
+        assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)  # up, though not ready
+        assert any(lessons.t("sidebar.models_not_ready", "zh", n=1) == w.value for w in at.sidebar.warning), (
+            sidebar_text(at))
+        arrays = batching.classifier_inputs()
+        import tritonclient.http as httpclient
+
+        inp = httpclient.InferInput("input", list(arrays["input"].shape), "FP32")
+        inp.set_data_from_numpy(arrays["input"])
+        with pytest.raises(InferenceServerException) as info:
+            client.infer("classifier", [inp])
+        assert error_code(info.value) == "model_not_ready"
+        assert lessons.t("error.model_not_ready", "zh") != "error.model_not_ready"
+    finally:
+        client.load_model("classifier", headers=small.repo_key)
+
+
+def test_lab_budget_is_shared_and_says_busy():
+    budget = fairness.WorkerBudget(8)
+    assert budget.cost(16) == 8 and budget.cost(4) == 4
+    with budget.hold(6):
+        with budget.hold(2):
+            assert budget.used == 8
+        t0 = time.monotonic()
+        with pytest.raises(fairness.BudgetBusy) as info:
+            with budget.hold(4, wait_s=0.2):
+                pass
+        assert time.monotonic() - t0 < 1.0
+        assert info.value.used == 6 and info.value.total == 8 and info.value.runs == 1
+    with budget.hold(16):  # more than the budget: runs alone
+        assert budget.used == 8
+    assert budget.used == 0 and budget.runs == 0
+
+
+def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
+    small.ensure_running(60)
+    monkeypatch.setenv("TRITON_HTTP_URL", small.http_url)
+    monkeypatch.setenv("TRITON_GRPC_URL", small.grpc_url)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.switch_page("pages/lab_protocols.py")
+    at.run()
+    at.text_input(key="proto_other").set_value("classifier").run()
+    with fairness.LAB_BUDGET.hold(fairness.LAB_BUDGET.total):  # another student's run holds it all
+        at.button(key="proto_load_run").click().run()
+    assert not at.exception
+    busy = lessons.t("lab.busy", "en", used=fairness.LAB_BUDGET.total, total=fairness.LAB_BUDGET.total, runs=1)
+    assert any(w.value == busy for w in at.warning), [w.value for w in at.warning]
+    assert not at.session_state["proto_load"]
+
+
+def test_batching_override_only_changes_safe_fields(small):
+    small.ensure_running(60)
+    ep = small.endpoint
+    base = batching.current_config(ep)
+    ok = batching.config_override(base, batching.BatchingSettings(True, 1000, [4], 2))
+    batching.check_override(base, ok)
+    for field, value in (("backend", "onnxruntime"), ("platform", "onnxruntime_onnx"),
+                         ("parameters", {"EXECUTION_ENV_PATH": {"string_value": "/tmp/x.tar.gz"}}),
+                         ("default_model_filename", "evil.py"), ("input", [])):
+        bad = dict(ok, **{field: value})
+        with pytest.raises(BatchingError) as info:
+            batching.check_override(base, bad)
+        assert info.value.code == "bad_settings"
+    with pytest.raises(BatchingError):
+        batching.check_override(base, dict(ok, instance_group=[{"kind": "KIND_CPU", "count": 64}]))
+    with pytest.raises(BatchingError):
+        batching.check_override(base, dict(ok, instance_group=[{"kind": "KIND_MODEL", "count": 1}]))
+    # only the lab's model can be reloaded, and an override may not rename it
+    with pytest.raises(BatchingError):
+        batching.load_model(ep, "preprocess", base)
+    with pytest.raises(BatchingError):
+        batching.load_model(ep, "classifier", dict(ok, name="evil"))
+    with pytest.raises(BatchingError):
+        batching.load_model(ep, "classifier", dict(ok, backend="python", default_model_filename="x.py"))
+    assert batching.current_config(ep) == base  # nothing was loaded
+
+
+def test_flow_config_name_cannot_escape_the_temp_folder(small, tmp_path):
+    from triton_kitchen import flow
+
+    text = (DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text()
+    marker = f"tk_escape_{os.getpid()}"
+    evil = text.replace('name: "image_classifier"', f'name: "/../../../../{tmp_path}/{marker}"')
+    assert evil != text
+    with pytest.raises(flow.FlowError):
+        flow.send_config(small.endpoint, evil)  # the one-model server has no preprocess: refused
+    assert not list(tmp_path.glob(f"{marker}*"))
+
+
+def test_too_large_upload_is_a_translated_message(monkeypatch):
+    from triton_kitchen.imaging import MAX_BYTES
+
+    monkeypatch.setenv("TRITON_HTTP_URL", f"127.0.0.1:{free_port()}")
+    monkeypatch.setenv("TRITON_GRPC_URL", f"127.0.0.1:{free_port()}")
+    import tomllib
+
+    limit_mb = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]["maxUploadSize"]
+    assert limit_mb * 1024 * 1024 >= MAX_BYTES  # Streamlit's limit lets the app's own check speak
+    from ui import image_picker
+
+    class Big:
+        size = MAX_BYTES + 1
+        name = "big.jpg"
+
+        def getvalue(self):
+            return b"\xff" * self.size
+
+    monkeypatch.setattr(image_picker.st, "file_uploader", lambda *a, **k: Big())
+    at = AppTest.from_function(_upload_page, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert not at.exception
+    assert at.error[0].value == lessons.t("error.too_large", "en")
+
+
+def _upload_page():
+    import streamlit as st
+
+    from ui.image_picker import pick_image
+
+    st.session_state.setdefault("t_source", "upload")
+    pick_image("t")
