@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import repository as repo
@@ -13,8 +12,28 @@ from ui.lesson import page_link, render_lesson
 from ui.state import t
 
 
-def _models() -> dict[str, repo.ModelEntry]:
+def _stamp() -> tuple:
+    """The repository's configs as (model, mtime): cached drawings are redrawn when a file changes."""
+    return tuple(sorted((p.parent.name, p.stat().st_mtime_ns) for p in repo.DEFAULT_REPOSITORY.glob("*/config.pbtxt")))
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)  # read-only here; protobuf configs do not pickle
+def _scan(stamp: tuple) -> dict[str, repo.ModelEntry]:
     return {e.name: e for e in repo.scan_repository()}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _dot(name: str, lang: str, stamp: tuple) -> str:
+    return repo.ensemble_dot(name, lang=lang)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _memory(name: str, batch: int, in_flight: int, stamp: tuple) -> list[dict]:
+    return repo.intermediate_memory(name, batch_size=batch, in_flight=in_flight)
+
+
+def _models() -> dict[str, repo.ModelEntry]:
+    return _scan(_stamp())
 
 
 def _draw(name: str) -> None:
@@ -22,7 +41,7 @@ def _draw(name: str) -> None:
     if entry is None or entry.config is None:
         state.show_error("model_not_ready", name)
         return
-    st.graphviz_chart(repo.ensemble_dot(name, lang=state.lang()), width="stretch")
+    st.graphviz_chart(_dot(name, state.lang(), _stamp()), width="stretch")
     st.caption(t("ch3.drawn_from", model=name))
 
 
@@ -73,24 +92,12 @@ def memory() -> None:
     c1, c2 = st.columns(2)
     batch = c1.select_slider(t("ch3.batch"), [1, 2, 4, 8], value=8, key="ch3_batch")
     in_flight = c2.slider(t("ch3.in_flight"), 1, 128, 64, key="ch3_in_flight")
-    rows = repo.intermediate_memory(name, batch_size=batch, in_flight=in_flight)
-    names = [r["tensor"] for r in rows]
+    rows = _memory(name, batch, in_flight, _stamp())
     per_request = [(r["bytes_per_request"] or 0) / 1e6 for r in rows]
-    fig = go.Figure(
-        [
-            go.Bar(name=t("ch3.per_request", b=batch), x=names, y=per_request, marker_color="#76b900"),
-            go.Bar(
-                name=t("ch3.per_in_flight", n=in_flight),
-                x=names,
-                y=[v * in_flight for v in per_request],
-                marker_color="#1f77b4",
-            ),
-        ]
-    )
-    fig.update_layout(barmode="group", height=320, yaxis_title="MB", margin=dict(l=10, r=10, t=30, b=10))
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
     total = sum(per_request)
     st.caption(t("ch3.memory_caption", b=batch, total=total, n=in_flight, total_n=total * in_flight))
+    # bars inside the table (no plotly here: the page stays quick to open; the numbers are the point)
+    top = max(per_request, default=0) or 1.0
     st.dataframe(
         [
             {
@@ -98,11 +105,19 @@ def memory() -> None:
                 t("ch3.col.producer"): r["producer"],
                 t("ch3.col.consumers"): ", ".join(r["consumers"]),
                 t("ch3.col.type"): f"{r['data_type']} {r['dims']}",
-                t("ch3.col.bytes"): r["bytes_per_request"],
-                t("ch3.col.batch_bytes"): r["bytes_in_flight"],
+                "mb": mb,
+                "mb_n": mb * in_flight,
             }
-            for r in rows
+            for r, mb in zip(rows, per_request, strict=True)
         ],
+        column_config={
+            "mb": st.column_config.ProgressColumn(
+                t("ch3.per_request", b=batch), format="%.2f MB", min_value=0.0, max_value=top
+            ),
+            "mb_n": st.column_config.ProgressColumn(
+                t("ch3.per_in_flight", n=in_flight), format="%.1f MB", min_value=0.0, max_value=top * in_flight
+            ),
+        },
         hide_index=True,
         width="stretch",
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import requests_view as rv
@@ -67,20 +66,12 @@ def request_viewer() -> None:
     except Exception as exc:  # noqa: BLE001 - a bad upload or shape is shown as a message
         state.show_error(exc)
         return
-    sizes = {t("ch4.size_binary"): binary.wire_size}
+    c1, c2 = st.columns(2)  # two numbers: metrics, no chart library to load
+    c1.metric(t("ch4.size_binary"), f"{binary.wire_size:,} B", help=t("ch4.bytes_axis"))
     if plain is not None:
-        sizes[t("ch4.size_json")] = plain.wire_size
-    fig = go.Figure(
-        go.Bar(
-            x=list(sizes.values()),
-            y=list(sizes.keys()),
-            orientation="h",
-            text=[f"{v:,} B" for v in sizes.values()],
-            marker_color=["#76b900", "#d62728"][: len(sizes)],
-        )
-    )
-    fig.update_layout(height=160, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=t("ch4.bytes_axis"))
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        c2.metric(t("ch4.size_json"), f"{plain.wire_size:,} B",
+                  f"× {plain.wire_size / max(1, binary.wire_size):.1f}", delta_color="inverse",
+                  help=t("ch4.bytes_axis"))
     if plain is not None:
         st.caption(t("ch4.ratio", ratio=plain.body_size / max(1, binary.body_size)))
     else:

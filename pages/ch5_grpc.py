@@ -39,26 +39,20 @@ def message_viewer() -> None:
         hide_index=True,
         width="stretch",
     )
-    fig = go.Figure(
+    envelope = {t("ch5.grpc_message"): view.envelope_bytes, t("ch5.http_body"): http.body_size - http.tensor_bytes}
+    st.dataframe(  # bars inside the table: the page opens without loading a chart library
         [
-            go.Bar(
-                y=[t("ch5.grpc_message"), t("ch5.http_body")],
-                x=[view.tensor_bytes, http.tensor_bytes],
-                name=t("ch5.tensor_bytes"),
-                orientation="h",
-                marker_color="#76b900",
-            ),
-            go.Bar(
-                y=[t("ch5.grpc_message"), t("ch5.http_body")],
-                x=[view.envelope_bytes, http.body_size - http.tensor_bytes],
-                name=t("ch5.envelope_bytes"),
-                orientation="h",
-                marker_color="#ff7f0e",
-            ),
-        ]
+            {"": k, t("ch5.tensor_bytes"): tensor, t("ch5.envelope_bytes"): env}
+            for (k, env), tensor in zip(envelope.items(), (view.tensor_bytes, http.tensor_bytes), strict=True)
+        ],
+        column_config={
+            t("ch5.envelope_bytes"): st.column_config.ProgressColumn(
+                format="%d B", min_value=0, max_value=max(envelope.values()) or 1
+            )
+        },
+        hide_index=True,
+        width="stretch",
     )
-    fig.update_layout(barmode="stack", height=180, margin=dict(l=10, r=10, t=10, b=10))
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
     st.caption(t("ch5.compare_caption", grpc=view.size, http=http.body_size, prefix=rv.GRPC_PREFIX_BYTES))
 
 
