@@ -49,7 +49,8 @@ def home() -> None:
     st.markdown(t("app.tagline"))
     st.info(t("home.start"), icon="👈")
     for (path, _, key, icon), lesson in zip(CHAPTERS, lessons.list_lessons(state.lang()), strict=True):
-        st.page_link(path, label=f"**{t(key)}** — {lesson.summary}", icon=icon)
+        st.page_link(path, label=f"**{t(key)}**", icon=icon)
+        st.caption(lesson.summary)  # below the link: a link's label does not wrap, a long summary was cut off
     labs = [(path, key, icon) for path, _, key, icon in LABS if (ROOT / path).is_file()]
     if labs:
         st.subheader(t("nav.labs"))
