@@ -1,7 +1,8 @@
 """A class at once: N Streamlit sessions against ONE app (and its embedded Triton server).
 
 Each student session clicks "Classify" on chapter 1 once a second for the whole run; one more
-session runs the protocol lab over and over. Sessions speak Streamlit's own websocket protocol
+session runs the protocol lab over and over; and every student's sidebar polls the server's status
+each second (st.fragment(run_every=1 s)), as an open tab does. Sessions speak Streamlit's own websocket protocol
 (BackMsg / ForwardMsg protobufs), so every click runs the real page script in the real app process.
 
     python benchmarks/class_load.py                      # 30 students, 60 s
@@ -55,7 +56,9 @@ class StreamlitSession:
         self.ws = None
         self.pages: dict[str, str] = {}  # url path -> page_script_hash
         self.buttons: dict[str, str] = {}  # user key -> widget id
+        self.disabled: dict[str, bool] = {}  # user key -> drawn disabled (no server yet)
         self.fragments: dict[str, str] = {}  # user key -> id of the st.fragment holding the button
+        self.auto_reruns: dict[str, float] = {}  # fragment id -> interval (s) of st.fragment(run_every=...)
 
     async def __aenter__(self) -> StreamlitSession:
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None, open_timeout=30)
@@ -64,10 +67,15 @@ class StreamlitSession:
     async def __aexit__(self, *exc) -> None:
         await self.ws.close()
 
-    async def run(self, page: str, query: str, click: str | None = None, timeout: float = 120.0) -> RunResult:
+    async def run(
+        self, page: str, query: str, click: str | None = None, timeout: float = 120.0, fragment: str | None = None
+    ) -> RunResult:
         msg = BackMsg()
         msg.rerun_script.query_string = query
         msg.rerun_script.page_name = page
+        if fragment is not None:  # what the browser sends for st.fragment(run_every=...)
+            msg.rerun_script.fragment_id = fragment
+            msg.rerun_script.is_auto_rerun = True
         if page in self.pages:
             msg.rerun_script.page_script_hash = self.pages[page]
         if click is not None:
@@ -89,7 +97,9 @@ class StreamlitSession:
             fm = ForwardMsg()
             fm.ParseFromString(raw)
             kind = fm.WhichOneof("type")
-            if kind == "navigation":
+            if kind == "auto_rerun":
+                self.auto_reruns[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
+            elif kind == "navigation":
                 for p in fm.navigation.app_pages:
                     self.pages[p.url_pathname] = p.page_script_hash
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
@@ -109,6 +119,7 @@ class StreamlitSession:
         if kind == "button" and "-" in element.button.id:
             key = element.button.id.rsplit("-", 1)[-1]
             self.buttons[key] = element.button.id
+            self.disabled[key] = element.button.disabled
             if fragment_id:
                 self.fragments[key] = fragment_id
         elif kind == "exception":
@@ -121,18 +132,32 @@ class StreamlitSession:
 
 async def student(url: str, duration: float, period: float, out: list[RunResult], lang: str) -> None:
     async with StreamlitSession(url) as s:
-        first = await s.run("ch1_inference_server", f"lang={lang}")
+        first = await s.run("ch1", f"lang={lang}")
         if "ch1_classify" not in s.buttons:
             out.append(RunResult(first.seconds, False, ["no classify button", *first.problems]))
             return
         end = time.perf_counter() + duration
         while time.perf_counter() < end:
             t0 = time.perf_counter()
-            r = await s.run("ch1_inference_server", f"lang={lang}", click="ch1_classify")
+            r = await s.run("ch1", f"lang={lang}", click="ch1_classify")
             if r.ok and r.charts == 0:
                 r.ok, r.problems = False, ["no top-5 chart"]
             out.append(r)
             await asyncio.sleep(max(0.0, period - (time.perf_counter() - t0)))
+
+
+async def status_poller(url: str, duration: float, lang: str, out: list[RunResult]) -> None:
+    """A student's sidebar status fragment, polled as the browser polls it (a second tab's worth of load)."""
+    async with StreamlitSession(url) as s:
+        await s.run("ch1", f"lang={lang}")
+        if not s.auto_reruns:
+            return
+        fragment, interval = next(iter(s.auto_reruns.items()))
+        end = time.perf_counter() + duration
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            out.append(await s.run("ch1", f"lang={lang}", fragment=fragment))
+            await asyncio.sleep(max(0.0, interval - (time.perf_counter() - t0)))
 
 
 async def lab_student(url: str, duration: float, page: str, button: str, out: list[RunResult]) -> None:
@@ -175,17 +200,25 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-async def main_async(args, url: str) -> tuple[list[RunResult], list[RunResult]]:
+async def main_async(args, url: str) -> tuple[list[RunResult], list[RunResult], list[RunResult]]:
     clicks: list[RunResult] = []
     lab: list[RunResult] = []
+    polls: list[RunResult] = []
     # Warm-up: the first session starts the embedded server (st.cache_resource) before the class arrives.
     async with StreamlitSession(url) as s:
-        await s.run("ch1_inference_server", "lang=en", timeout=180)
+        deadline = time.perf_counter() + 180
+        while time.perf_counter() < deadline:
+            await s.run("ch1", "lang=en", timeout=180)
+            if s.disabled.get("ch1_classify") is False:
+                break  # the server is up: the classify button is enabled
+            await asyncio.sleep(1.0)
     tasks = [student(url, args.duration, 1.0, clicks, "zh" if i % 2 else "en") for i in range(args.students)]
     if args.lab_page:
         tasks.append(lab_student(url, args.duration, args.lab_page, args.lab_button, lab))
+    if not args.no_poll:
+        tasks += [status_poller(url, args.duration, "en", polls) for _ in range(args.students + 1)]
     await asyncio.gather(*tasks)
-    return clicks, lab
+    return clicks, lab, polls
 
 
 def main() -> int:
@@ -194,6 +227,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--lab-page", default="lab-protocols", help="url path of the lab page ('' for none)")
     parser.add_argument("--lab-button", default="proto_load_run", help="widget key of the lab's run button")
+    parser.add_argument("--no-poll", action="store_true", help="leave out the sidebar's 1 s status polling")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -203,7 +237,7 @@ def main() -> int:
     sampler = threading.Thread(target=sample_rss, args=(app.pid, stop, peak), daemon=True)
     sampler.start()
     try:
-        clicks, lab = asyncio.run(main_async(args, f"ws://127.0.0.1:{port}/_stcore/stream"))
+        clicks, lab, polls = asyncio.run(main_async(args, f"ws://127.0.0.1:{port}/_stcore/stream"))
     finally:
         stop.set()
         app.terminate()
@@ -224,6 +258,8 @@ def main() -> int:
         "lab_runs": len(lab),
         "lab_failed": sum(not r.ok for r in lab),
         "lab_problems": sorted({p for r in lab for p in r.problems})[:5],
+        "status_polls": len(polls),
+        "status_polls_failed": sum(not r.ok for r in polls),
         "app_peak_rss_mb": round(peak[0] / 2**20, 1),
     }
     if args.json:
