@@ -46,6 +46,7 @@ class RunResult:
     ok: bool
     problems: list[str] = field(default_factory=list)
     charts: int = 0
+    sent_at: float = 0.0  # perf_counter() when the click was sent
 
 
 class StreamlitSession:
@@ -86,7 +87,7 @@ class StreamlitSession:
                 msg.rerun_script.fragment_id = self.fragments[click]
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
-        result = RunResult(0.0, False)
+        result = RunResult(0.0, False, sent_at=t0)
         deadline = t0 + timeout
         while True:
             remaining = deadline - time.perf_counter()
@@ -130,7 +131,8 @@ class StreamlitSession:
             result.charts += 1
 
 
-async def student(url: str, duration: float, period: float, out: list[RunResult], lang: str) -> None:
+async def student(url: str, duration: float, period: float, out: list[RunResult], lang: str, delay: float) -> None:
+    await asyncio.sleep(delay)  # students come in over the first seconds, not all in one instant
     async with StreamlitSession(url) as s:
         first = await s.run("ch1", f"lang={lang}")
         if "ch1_classify" not in s.buttons:
@@ -212,7 +214,10 @@ async def main_async(args, url: str) -> tuple[list[RunResult], list[RunResult], 
             if s.disabled.get("ch1_classify") is False:
                 break  # the server is up: the classify button is enabled
             await asyncio.sleep(1.0)
-    tasks = [student(url, args.duration, 1.0, clicks, "zh" if i % 2 else "en") for i in range(args.students)]
+    spread = args.arrival / max(1, args.students)
+    tasks = [
+        student(url, args.duration, 1.0, clicks, "zh" if i % 2 else "en", i * spread) for i in range(args.students)
+    ]
     if args.lab_page:
         tasks.append(lab_student(url, args.duration, args.lab_page, args.lab_button, lab))
     if not args.no_poll:
@@ -227,6 +232,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--lab-page", default="lab-protocols", help="url path of the lab page ('' for none)")
     parser.add_argument("--lab-button", default="proto_load_run", help="widget key of the lab's run button")
+    parser.add_argument("--arrival", type=float, default=10.0, help="seconds over which the students arrive")
     parser.add_argument("--no-poll", action="store_true", help="leave out the sidebar's 1 s status polling")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -246,6 +252,8 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             app.kill()
     times = [r.seconds * 1000 for r in clicks if r.ok]
+    everyone_in = min((r.sent_at for r in clicks), default=0.0) + args.arrival + 5.0
+    steady = [r.seconds * 1000 for r in clicks if r.ok and r.sent_at >= everyone_in]
     failures = [r for r in clicks if not r.ok]
     report = {
         "students": args.students,
@@ -255,6 +263,12 @@ def main() -> int:
         "failed": len(failures),
         "failure_examples": sorted({p for r in failures for p in r.problems})[:5],
         "click_ms": {"p50": percentile(times, 50), "p90": percentile(times, 90), "p99": percentile(times, 99)},
+        "click_ms_after_arrival": {
+            "clicks": len(steady),
+            "p50": percentile(steady, 50),
+            "p90": percentile(steady, 90),
+            "p99": percentile(steady, 99),
+        },
         "lab_runs": len(lab),
         "lab_failed": sum(not r.ok for r in lab),
         "lab_problems": sorted({p for r in lab for p in r.problems})[:5],
