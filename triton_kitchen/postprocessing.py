@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,3 +28,14 @@ def top_k(probs: np.ndarray, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """Indices and scores of the k largest entries along the last axis, best first."""
     idx = np.argsort(-probs, axis=-1, kind="stable")[..., :k]
     return idx, np.take_along_axis(probs, idx, axis=-1)
+
+
+def confidence_threshold(model_config_json: str, default: float = 0.9) -> float:
+    """The cascade's ``confidence_threshold`` parameter from a model's config (as Triton passes it)."""
+    params = json.loads(model_config_json).get("parameters", {})
+    return float(params.get("confidence_threshold", {}).get("string_value", default))
+
+
+def confident(logits: np.ndarray, threshold: float) -> np.ndarray:
+    """Per row: is the top softmax probability at least ``threshold``? (the cascade's early-exit test)"""
+    return softmax(logits).max(axis=-1) >= threshold

@@ -6,12 +6,10 @@ from pathlib import Path
 # The stub ignores PYTHONPATH: make the app's root (three levels up) importable for triton_kitchen.
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-import json
-
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from triton_kitchen.postprocessing import softmax
+from triton_kitchen.postprocessing import confidence_threshold, confident
 
 
 def _call(model, inputs, output):
@@ -24,8 +22,7 @@ def _call(model, inputs, output):
 
 class TritonPythonModel:
     def initialize(self, args):
-        params = json.loads(args["model_config"]).get("parameters", {})
-        self.threshold = float(params.get("confidence_threshold", {}).get("string_value", "0.9"))
+        self.threshold = confidence_threshold(args["model_config"])
 
     def execute(self, requests):
         responses = []
@@ -34,7 +31,7 @@ class TritonPythonModel:
             try:
                 image = _call("preprocess", [pb_utils.Tensor("image_bytes", blobs)], "image_tensor")
                 logits = _call("classifier_coarse", [pb_utils.Tensor("input", image)], "logits")
-                sure = softmax(logits).max(axis=-1) >= self.threshold
+                sure = confident(logits, self.threshold)
                 if not sure.all():  # early exit for confident rows: the fine stage sees only the others
                     rest = np.ascontiguousarray(image[~sure])
                     logits = logits.copy()
