@@ -111,22 +111,6 @@ def test_tutorial_client_runs(server, coffee, protocol):
     assert noise.ok and noise.top_prob < run.top_prob
 
 
-@pytest.mark.parametrize(
-    "mistake,code",
-    [
-        ("tensor_name", "wrong_tensor_name"),
-        ("dtype", "wrong_dtype"),
-        ("shape", "wrong_shape"),
-        ("dead_server", "server_unreachable"),
-    ],
-)
-@pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_tutorial_mistakes(server, protocol, mistake, code):
-    run = demo.run_tutorial(server.endpoint, protocol, None, mistake)
-    assert not run.ok and run.error_code == code, run.error
-    assert run.error
-
-
 def test_streaming_grpc_and_sse(server):
     text = "one two three four"
     grpc = demo.stream_grpc(server.endpoint, text, delay_ms=20)
