@@ -37,3 +37,15 @@ def sample_jpegs() -> dict[str, bytes]:
         Image.fromarray(np.asarray(array)).convert("RGB").save(buf, "JPEG", quality=92)
         out[name] = buf.getvalue()
     return out
+
+
+# Debian's chromium, driven by Playwright (its own browser download does not work on these machines).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",  # the closed network refuses Chromium's background connections
+    "--disable-component-update",
+    "--disable-sync",
+]

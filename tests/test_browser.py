@@ -15,21 +15,15 @@ import time
 import urllib.request
 from pathlib import Path
 
+import conftest
 import pytest
 
 from triton_kitchen.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(conftest.CHROMIUM)
 SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ARGS = conftest.CHROMIUM_ARGS
 CHAPTERS = [""] + [f"ch{n}" for n in range(1, 9)]  # "": the welcome page, the app's root
 LABS = {
     "lab-protocols": "pages/lab_protocols.py",

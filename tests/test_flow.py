@@ -180,16 +180,10 @@ def test_animation_plays_in_a_browser_and_screenshots(recorded_runs):
     n = len(frs)
     moving = [i for i, f in enumerate(frs) if any(0 < x < 1 for x in f.tensors.values())]
     middle = min(moving, key=lambda i: abs(i - n // 2))
-    args = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1300, "height": 640})
         page.goto(html.as_uri())
         page.wait_for_selector(".main-svg")
