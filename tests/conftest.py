@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 
 import numpy as np
@@ -9,6 +10,11 @@ import pytest
 from PIL import Image
 
 from triton_kitchen.server import EmbeddedServer
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Collect stray tritonclient objects while grpc still works (else their __del__ prints at exit)."""
+    gc.collect()
 
 
 @pytest.fixture(scope="session")

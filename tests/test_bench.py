@@ -178,4 +178,4 @@ def test_cli_says_which_port_a_protocol_needs(server):
     assert _url_hint(server.http_url, "http-binary") is None
     assert _url_hint(server.grpc_url, "grpc") is None
     assert "gRPC port" in _url_hint(server.http_url, "grpc")
-    assert "no KServe-v2 HTTP server" in _url_hint(server.grpc_url, "http-json")
+    assert "not Triton's HTTP API" in _url_hint(server.grpc_url, "http-json")

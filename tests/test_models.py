@@ -9,20 +9,17 @@ import urllib.request
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from triton_kitchen.clients import client_for, http_client
 from triton_kitchen.imaging import preprocess_bytes
 from triton_kitchen.postprocessing import softmax
 
-PROTOCOLS = {"http": httpclient, "grpc": grpcclient}
 CAT_CLASSES = {"tiger cat", "Egyptian cat", "tabby, tabby cat"}
 
 
 def client_of(server, protocol):
-    lib = PROTOCOLS[protocol]
-    url = server.http_url if protocol == "http" else server.grpc_url
-    return lib.InferenceServerClient(url), lib
+    return client_for(protocol, server.endpoint)
 
 
 def infer(server, protocol, model, inputs: dict[str, np.ndarray], outputs: list[str]):
@@ -69,7 +66,7 @@ def model_cases(jpeg):
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_every_model_answers(server, sample_jpegs, protocol):
     cases = model_cases(sample_jpegs["coffee"])
-    index = httpclient.InferenceServerClient(server.http_url).get_model_repository_index(headers=server.repo_key)
+    index = http_client(server.endpoint).get_model_repository_index(headers=server.repo_key)
     assert {c[0] for c in cases} | {"streamer"} == {m["name"] for m in index}, "a model has no test case"
     for model, inputs, outputs in cases:
         out = infer(server, protocol, model, inputs, outputs)
@@ -175,6 +172,7 @@ def test_streamer_over_grpc(server):
             tokens.append(result.as_numpy("token")[0].decode())
     finally:
         client.stop_stream()
+        client.close()
     assert [t.strip() for t in tokens] == ["one", "two", "three", "four"]
 
 
@@ -193,7 +191,7 @@ def test_streamer_over_http_sse(server):
 
 
 def inference_count(server, model: str) -> int:
-    stats = httpclient.InferenceServerClient(server.http_url).get_inference_statistics(model)
+    stats = http_client(server.endpoint).get_inference_statistics(model)
     return sum(int(s["inference_count"]) for s in stats["model_stats"])
 
 

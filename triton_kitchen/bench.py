@@ -527,14 +527,22 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _url_hint(url: str, protocol: str) -> str | None:
-    """Why ``url`` cannot serve ``protocol``, when a quick look can tell (the commonest slip: 8000 vs 8001)."""
+    """Why ``url`` cannot serve ``protocol`` when something answers there in the other protocol
+    (the commonest slip: 8000 vs 8001). A dead address is left to the run, which counts its errors."""
+    import socket
+
     from triton_kitchen.server import probe_kserve
 
     answers_http = probe_kserve(url, timeout=2.0)
     if protocol == "grpc" and answers_http:
         return f"{url} answers Triton's HTTP API; --protocol grpc needs the gRPC port (Triton's default is 8001)"
     if protocol != "grpc" and not answers_http:
-        return f"no KServe-v2 HTTP server answers at {url} (Triton's default HTTP port is 8000)"
+        host, _, port = url.rpartition(":")
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=2.0).close()
+        except (OSError, ValueError):
+            return None
+        return f"{url} listens but is not Triton's HTTP API (the gRPC port? Triton's default HTTP port is 8000)"
     return None
 
 
@@ -552,7 +560,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         hint = _url_hint(url, args.protocol)
         if hint:
             print(f"error: {hint}", file=sys.stderr)
-            return 2
+            return 1
     else:
         from triton_kitchen.server import EmbeddedServer, ServerStartError
 
