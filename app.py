@@ -15,19 +15,19 @@ from ui.sidebar import render_sidebar
 ROOT = Path(__file__).resolve().parent
 
 CHAPTERS = [
-    ("pages/ch1_inference_server.py", "ch1", "page.ch1", "🧑‍🍳"),
-    ("pages/ch2_ensemble_config.py", "ch2", "page.ch2", "📝"),
-    ("pages/ch3_multi_model.py", "ch3", "page.ch3", "🏭"),
-    ("pages/ch4_http.py", "ch4", "page.ch4", "🌐"),
-    ("pages/ch5_grpc.py", "ch5", "page.ch5", "⚡"),
-    ("pages/ch6_choosing_protocol.py", "ch6", "page.ch6", "🧭"),
-    ("pages/ch7_python_client.py", "ch7", "page.ch7", "🐍"),
-    ("pages/ch8_mistakes.py", "ch8", "page.ch8", "🎯"),
+    ("views/ch1_inference_server.py", "ch1", "page.ch1", "🧑‍🍳"),
+    ("views/ch2_ensemble_config.py", "ch2", "page.ch2", "📝"),
+    ("views/ch3_multi_model.py", "ch3", "page.ch3", "🏭"),
+    ("views/ch4_http.py", "ch4", "page.ch4", "🌐"),
+    ("views/ch5_grpc.py", "ch5", "page.ch5", "⚡"),
+    ("views/ch6_choosing_protocol.py", "ch6", "page.ch6", "🧭"),
+    ("views/ch7_python_client.py", "ch7", "page.ch7", "🐍"),
+    ("views/ch8_mistakes.py", "ch8", "page.ch8", "🎯"),
 ]
 LABS = [
-    ("pages/lab_protocols.py", "lab-protocols", "page.lab_protocols", "📊"),
-    ("pages/lab_batching.py", "lab-batching", "page.lab_batching", "🍱"),
-    ("pages/lab_flow.py", "lab-flow", "page.lab_flow", "🔀"),
+    ("views/lab_protocols.py", "lab-protocols", "page.lab_protocols", "📊"),
+    ("views/lab_batching.py", "lab-batching", "page.lab_batching", "🍱"),
+    ("views/lab_flow.py", "lab-flow", "page.lab_flow", "🔀"),
 ]
 
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import lessons
@@ -18,14 +19,14 @@ from triton_kitchen.demo import MISTAKES, SAMPLE_PHOTOS
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 CHAPTER_PAGES = [
-    "pages/ch1_inference_server.py",
-    "pages/ch2_ensemble_config.py",
-    "pages/ch3_multi_model.py",
-    "pages/ch4_http.py",
-    "pages/ch5_grpc.py",
-    "pages/ch6_choosing_protocol.py",
-    "pages/ch7_python_client.py",
-    "pages/ch8_mistakes.py",
+    "views/ch1_inference_server.py",
+    "views/ch2_ensemble_config.py",
+    "views/ch3_multi_model.py",
+    "views/ch4_http.py",
+    "views/ch5_grpc.py",
+    "views/ch6_choosing_protocol.py",
+    "views/ch7_python_client.py",
+    "views/ch8_mistakes.py",
 ]
 TIMEOUT = 60
 
@@ -41,7 +42,7 @@ def remote(server, monkeypatch):
 def open_page(page: str, lang: str = "zh") -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
-    at.switch_page(page)
+    switch_page(at, page)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -81,10 +82,7 @@ def test_page_renders(remote, page, lang):
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_sidebar_status(remote, lang):
-    """The sidebar says the server is up, with Triton's version and the models' readiness.
-
-    (AppTest drops what app.py draws around the page after switch_page, so this uses the default page;
-    the browser test sees the sidebar on every page.)"""
+    """The sidebar says the server is up, with Triton's version and the models' readiness (default page)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
     at.run()

@@ -4,6 +4,7 @@ config restored afterwards, on error too. One test reloads the shared classifier
 from __future__ import annotations
 
 import pytest
+from conftest import switch_page
 
 from triton_kitchen import batching as Bt
 
@@ -75,7 +76,7 @@ def test_batching_lab_page_renders(server, monkeypatch):
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
     at.query_params["lang"] = "en"
-    at.switch_page("pages/lab_batching.py")
+    switch_page(at, "views/lab_batching.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == lessons.t("lab_batching.title", "en")

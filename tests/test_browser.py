@@ -26,9 +26,9 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 ARGS = conftest.CHROMIUM_ARGS
 CHAPTERS = [""] + [f"ch{n}" for n in range(1, 9)]  # "": the welcome page, the app's root
 LABS = {
-    "lab-protocols": "pages/lab_protocols.py",
-    "lab-batching": "pages/lab_batching.py",
-    "lab-flow": "pages/lab_flow.py",
+    "lab-protocols": "views/lab_protocols.py",
+    "lab-batching": "views/lab_batching.py",
+    "lab-flow": "views/lab_flow.py",
 }
 INTERACTIVE_BUDGET_S = 2.0  # the target; the assertion allows slack for a loaded CI machine
 ASSERT_LIMIT_S = 20.0  # generous: 2-core CI machines run other suites at the same time

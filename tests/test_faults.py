@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import batching, bench, fairness, lessons
@@ -191,7 +192,7 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     monkeypatch.setenv("TRITON_GRPC_URL", small.grpc_url)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = "en"
-    at.switch_page("pages/lab_protocols.py")
+    switch_page(at, "views/lab_protocols.py")
     at.run()
     at.text_input(key="proto_other").set_value("classifier").run()
     with fairness.LAB_BUDGET.hold(fairness.LAB_BUDGET.total):  # another student's run holds it all

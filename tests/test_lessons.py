@@ -28,7 +28,7 @@ LIVE_KEYS = {
     7: "python_demo",
     8: "mistakes",
 }
-# The brief's list, under the names the app's code uses (ui/, pages/, triton_kitchen.imaging codes).
+# The brief's list, under the names the app's code uses (ui/, views/, triton_kitchen.imaging codes).
 REQUIRED_UI_KEYS = [
     *(f"page.ch{n}" for n in range(1, 9)),
     "page.lab_protocols", "page.lab_batching", "page.lab_flow",
@@ -168,11 +168,11 @@ UI_CALL = re.compile(r"""\bt\(\s*["']([a-z0-9_]+(?:\.[a-z0-9_]+)+)["']""")
 
 
 def _committed_sources(root: Path) -> dict[str, str]:
-    """app.py, ui/*.py and pages/*.py as committed (work in progress elsewhere does not count),
+    """app.py, ui/*.py and views/*.py as committed (work in progress elsewhere does not count),
     or as on disk when this is not a git checkout."""
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "app.py", "ui/*.py", "pages/*.py"],
+            ["git", "ls-files", "app.py", "ui/*.py", "views/*.py"],
             cwd=root, capture_output=True, text=True, check=True,
         ).stdout.split()
         return {
@@ -182,7 +182,7 @@ def _committed_sources(root: Path) -> dict[str, str]:
             for name in listed
         }
     except (OSError, subprocess.CalledProcessError):
-        paths = [root / "app.py", *root.glob("ui/*.py"), *root.glob("pages/*.py")]
+        paths = [root / "app.py", *root.glob("ui/*.py"), *root.glob("views/*.py")]
         return {str(p): p.read_text(encoding="utf-8") for p in paths if p.is_file()}
 
 

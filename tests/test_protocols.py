@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import switch_page
 
 from triton_kitchen import protocols as P
 
@@ -142,7 +143,7 @@ def _lab(server, monkeypatch, page: str, lang: str):
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
     at.query_params["lang"] = lang
-    at.switch_page(page)
+    switch_page(at, page)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -152,11 +153,11 @@ def _lab(server, monkeypatch, page: str, lang: str):
 def test_protocol_lab_page(server, monkeypatch, lang):
     from triton_kitchen import lessons
 
-    at = _lab(server, monkeypatch, "pages/lab_protocols.py", lang)
+    at = _lab(server, monkeypatch, "views/lab_protocols.py", lang)
     assert at.title[0].value == lessons.t("lab_protocols.title", lang)
     at.button(key="proto_bytes_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [s.value for s in at.success] == [lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")]
+    assert [s.value for s in at.main.success] == [lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")]
     assert at.get("plotly_chart") and at.dataframe
     at.button(key="proto_stream_run").click().run()
     assert not at.exception and not at.error

@@ -51,7 +51,7 @@ def pipeline() -> None:
 
 def parallel() -> None:
     _draw("tta_ensemble")
-    page_link("pages/lab_flow.py", "ch3.to_flow_lab")
+    page_link("views/lab_flow.py", "ch3.to_flow_lab")
 
 
 def cascade() -> None:

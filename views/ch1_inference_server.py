@@ -149,6 +149,6 @@ render_lesson(
         "kitchen": order_a_meal,
         "repository": repository_browser,
         "config": other_repository,
-        "batching": lambda: page_link("pages/lab_batching.py", "ch1.to_batching_lab"),
+        "batching": lambda: page_link("views/lab_batching.py", "ch1.to_batching_lab"),
     },
 )

@@ -12,7 +12,7 @@ from ui.state import t
 
 
 def to_lab() -> None:
-    page_link("pages/lab_protocols.py", "ch6.to_protocol_lab")
+    page_link("views/lab_protocols.py", "ch6.to_protocol_lab")
 
 
 def sse_vs_grpc() -> None:
