@@ -36,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = None
     if args.url:
-        grpc = args.grpc_url or args.url.rsplit(":", 1)[0] + ":8001"
-        endpoint = Endpoint(args.url, grpc, embedded=False)
+        endpoint = Endpoint.remote(args.url, args.grpc_url or "")
     else:
         server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
         endpoint = server.start(timeout=180)

@@ -133,8 +133,13 @@ class Endpoint:
         grpc = os.environ.get("TRITON_GRPC_URL", "").strip()
         if not http and not grpc:
             return None
-        http = _strip_scheme(http) if http else _swap_port(grpc, 8000)
-        grpc = _strip_scheme(grpc) if grpc else _swap_port(http, 8001)
+        return cls.remote(http, grpc)
+
+    @classmethod
+    def remote(cls, http_url: str = "", grpc_url: str = "") -> Endpoint:
+        """A remote server; a URL not given is the other one's host on Triton's default port."""
+        http = _strip_scheme(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
+        grpc = _strip_scheme(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
         return cls(http_url=http, grpc_url=grpc, embedded=False)
 
 
