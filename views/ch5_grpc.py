@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import requests_view as rv
 from triton_kitchen.demo import stream_grpc
 from ui import state
+from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
 from ui.state import t
@@ -74,23 +74,7 @@ def streaming() -> None:
         st.session_state["ch5_stream_run"] = run
     run = st.session_state.get("ch5_stream_run")
     if run and run.tokens:
-        fig = go.Figure(
-            go.Scatter(
-                x=run.arrivals_ms,
-                y=list(range(1, len(run.tokens) + 1)),
-                mode="lines+markers+text",
-                text=run.tokens,
-                textposition="top center",
-                line_shape="hv",
-            )
-        )
-        fig.update_layout(
-            height=260,
-            xaxis_title=t("ch5.arrival_ms"),
-            yaxis_title=t("ch5.token_n"),
-            margin=dict(l=10, r=10, t=10, b=10),
-        )
-        st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        token_arrivals([run], show_tokens=True)
         st.caption(
             t("ch5.stream_caption", n=len(run.tokens), first=run.first_token_ms or 0, total=run.total_ms)
         )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.demo import stream_grpc, stream_sse
 from ui import state
+from ui.charts import token_arrivals
 from ui.lesson import page_link, render_lesson
 from ui.state import t
 
@@ -24,26 +24,10 @@ def sse_vs_grpc() -> None:
     runs = st.session_state.get("ch6_runs")
     if not runs:
         return
-    fig = go.Figure()
     for run in runs:
         if run.error:
             state.show_error("server_error", run.error)
-        fig.add_trace(
-            go.Scatter(
-                x=run.arrivals_ms,
-                y=list(range(1, len(run.tokens) + 1)),
-                mode="lines+markers",
-                name=t(f"ch6.transport_{run.transport}"),
-                line_shape="hv",
-            )
-        )
-    fig.update_layout(
-        height=280,
-        xaxis_title=t("ch5.arrival_ms"),
-        yaxis_title=t("ch5.token_n"),
-        margin=dict(l=10, r=10, t=10, b=10),
-    )
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    token_arrivals(runs, names=[t(f"ch6.transport_{run.transport}") for run in runs], height=280)
     cols = st.columns(len(runs))
     for col, run in zip(cols, runs, strict=True):
         col.metric(
