@@ -215,7 +215,7 @@ def test_page_replays_the_recorded_trace_when_no_server_answers(monkeypatch):
 
     monkeypatch.setenv("TRITON_HTTP_URL", "127.0.0.1:9")  # discard port: nobody answers
     monkeypatch.setenv("TRITON_GRPC_URL", "127.0.0.1:9")
-    at = AppTest.from_file(str(ROOT / "pages" / "lab_flow.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "views" / "lab_flow.py"), default_timeout=60)
     at.session_state["tk_lang"] = "en"
     at.run()
     assert not at.exception
