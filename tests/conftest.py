@@ -13,8 +13,16 @@ from triton_kitchen.server import EmbeddedServer
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Collect stray tritonclient objects while grpc still works (else their __del__ prints at exit)."""
+    """Close stray gRPC clients while grpc still works (else their __del__ prints a traceback at exit)."""
+    import tritonclient.grpc as grpcclient
+
     gc.collect()
+    for obj in gc.get_objects():
+        if isinstance(obj, grpcclient.InferenceServerClient):
+            try:
+                obj.close()
+            except Exception:  # already closed or broken: nothing left to release
+                pass
 
 
 @pytest.fixture(scope="session")
