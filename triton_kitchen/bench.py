@@ -44,7 +44,7 @@ from triton_kitchen.protocols import (
     sample_inputs,
     serialized_bytes_tensor,
 )
-from triton_kitchen.server import Endpoint
+from triton_kitchen.server import Endpoint, host_port
 
 MAX_CONCURRENCY = 16  # per run: one student cannot starve a class
 MAX_DURATION_S = 120.0
@@ -555,7 +555,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
     server = None
     if args.url:
-        url = args.url.split("://", 1)[-1].rstrip("/")
+        url = host_port(args.url)
         endpoint = Endpoint(http_url=url, grpc_url=url)
         hint = _url_hint(url, args.protocol)
         if hint:

@@ -39,7 +39,7 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import _utils as grpc_utils
 from tritonclient.utils import InferenceServerException, serialize_byte_tensor, triton_to_np_dtype
 
-from triton_kitchen.server import Endpoint
+from triton_kitchen.server import Endpoint, host_port
 
 PROTOCOLS = ("http-json", "http-binary", "grpc")
 COMPRESSIONS = (None, "gzip")
@@ -62,7 +62,7 @@ def check_protocol(protocol: str) -> str:
 
 
 def _host_port(url: str) -> tuple[str, int]:
-    url = url.split("://", 1)[-1].rstrip("/")
+    url = host_port(url)
     host, _, port = url.rpartition(":")
     if not host:
         raise ValueError(f"address {url!r} needs host:port")

@@ -138,17 +138,18 @@ class Endpoint:
     @classmethod
     def remote(cls, http_url: str = "", grpc_url: str = "") -> Endpoint:
         """A remote server; a URL not given is the other one's host on Triton's default port."""
-        http = _strip_scheme(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
-        grpc = _strip_scheme(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
+        http = host_port(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
+        grpc = host_port(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
         return cls(http_url=http, grpc_url=grpc, embedded=False)
 
 
-def _strip_scheme(url: str) -> str:
-    return url.split("://", 1)[-1].rstrip("/")
+def host_port(url: str) -> str:
+    """``http://host:8000/`` -> ``host:8000``: what the clients want (scheme and path dropped)."""
+    return url.strip().split("://", 1)[-1].split("/", 1)[0].strip()
 
 
 def _swap_port(url: str, port: int) -> str:
-    host = _strip_scheme(url).rsplit(":", 1)[0]
+    host = host_port(url).rsplit(":", 1)[0]
     return f"{host}:{port}"
 
 

@@ -17,7 +17,7 @@ import streamlit as st
 
 from triton_kitchen import lessons
 from triton_kitchen.repository import probe_live
-from triton_kitchen.server import EmbeddedServer, Endpoint, ServerStartError
+from triton_kitchen.server import EmbeddedServer, Endpoint, ServerStartError, host_port
 
 DEFAULT_MODEL = "image_classifier"
 _MODE_KEY = "tk_server_mode"  # "embedded" | "remote"
@@ -172,14 +172,9 @@ def remote_urls() -> tuple[str, str]:
     return st.session_state[_REMOTE_KEY]
 
 
-def clean_url(url: str) -> str:
-    """``http://host:8000/`` -> ``host:8000`` (the clients want host:port)."""
-    return url.strip().split("://", 1)[-1].split("/", 1)[0].strip()
-
-
 def use_remote(http_url: str, grpc_url: str) -> None:
     st.session_state[_MODE_KEY] = "remote"
-    st.session_state[_REMOTE_KEY] = (clean_url(http_url), clean_url(grpc_url))
+    st.session_state[_REMOTE_KEY] = (host_port(http_url), host_port(grpc_url))
 
 
 def use_embedded() -> None:
