@@ -1,18 +1,26 @@
-"""How long until each chapter is usable, in a real browser (Debian's Chromium through Playwright).
+"""How long until each page is interactive, in a real browser (Debian's Chromium through Playwright).
 
-    python benchmarks/page_timing.py [--lang en]
+    python benchmarks/page_timing.py [--lang en] [--reps 3] [--json out.json]
 
-Starts `streamlit run app.py` (embedded server), waits until the server is up (chapter 1's classify
-button is enabled), then measures, per chapter, the seconds until its title is on screen:
-- "fresh": a new tab opening the chapter's URL (includes Streamlit's frontend start-up);
-- "in-tab": clicking the chapter in the sidebar of an open tab (how a learner moves through the course).
-The browser, the app and Triton share this machine's cores.
+Starts `streamlit run app.py` (embedded server) and waits until Triton is up (chapter 1's classify
+button is enabled). Then, per page, the median over --reps of the seconds until
+- "title": the page's title is on screen;
+- "interactive": the title is on screen and the script has finished (Streamlit's script state is
+  notRunning), so every widget answers a click at once.
+Two ways to arrive:
+- "fresh": a new tab opening the page's URL (includes Streamlit's frontend start-up);
+- "in_tab": clicking the page in the sidebar of an open tab (how a learner moves through the course).
+The same is measured for benchmarks/floor_app.py, a Streamlit app that shows only a title: its
+fresh-tab time is Streamlit's own start-up on this machine, which no page can beat. Figures are
+printed as seconds and as ratios to that floor, measured in this run. The browser, both apps and
+Triton share this machine's cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -23,65 +31,119 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, _page_urls  # noqa: E402
 
 from triton_kitchen import lessons  # noqa: E402
 from triton_kitchen.server import free_port  # noqa: E402
 
+FLOOR_TITLE = "Triton Kitchen floor"
+# In-page check (no round trip per poll): the title holds `text`, and, for "interactive", the script is done.
+_TITLE_JS = """([text, done]) => {
+  const h1 = document.querySelector('[data-testid=stMain] h1');
+  if (!h1 || !h1.innerText.includes(text)) return false;
+  if (!done) return true;
+  const app = document.querySelector('[data-testid=stApp]');
+  return app && app.getAttribute('data-test-script-state') === 'notRunning';
+}"""
 
-def seconds_until_title(page, text: str, t0: float, timeout: float = 60.0) -> float | None:
-    while time.monotonic() - t0 < timeout:
-        h1 = page.locator("[data-testid=stMain] h1")
-        if h1.count() and text in h1.first.inner_text():
-            return round(time.monotonic() - t0, 2)
-        time.sleep(0.02)
-    return None
 
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lang", default="en", choices=lessons.LANGS)
-    args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
+def start_app(script: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    app = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true", f"--server.port={port}"],
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true", f"--server.port={port}"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.3)
+    return proc, base
+
+
+def arrive(page, text: str, go) -> tuple[float, float]:
+    """Seconds from go() until the title shows, and until the page is interactive."""
+    t0 = time.monotonic()
+    go()
+    page.wait_for_function(_TITLE_JS, arg=[text, False], polling=20, timeout=60_000)
+    title = time.monotonic() - t0
+    page.wait_for_function(_TITLE_JS, arg=[text, True], polling=20, timeout=60_000)
+    return title, time.monotonic() - t0
+
+
+def fresh(browser, url: str, text: str) -> tuple[float, float]:
+    page = browser.new_page()
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.3)
-        titles = {n: lessons.load_lesson(n, args.lang).title for n in range(1, 9)}
-        result: dict[str, dict[str, float | None]] = {"fresh": {}, "in_tab": {}}
+        return arrive(page, text, lambda: page.goto(url, wait_until="commit"))
+    finally:
+        page.close()
+        time.sleep(0.5)  # let the closed tab's work finish before the next measurement
+
+
+def median_pair(samples: list[tuple[float, float]]) -> dict[str, float]:
+    return {
+        "title": round(statistics.median(s[0] for s in samples), 2),
+        "interactive": round(statistics.median(s[1] for s in samples), 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lang", default="en", choices=lessons.LANGS)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    ui = lessons.ui_strings(args.lang)
+    titles = {"home": ui["app.title"]}
+    titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in range(1, 9)}
+    titles |= {url: ui[f"{Path(path).stem}.title"] for path, url in _page_urls().items() if url.startswith("lab-")}
+    floor_app, floor_base = start_app("benchmarks/floor_app.py")
+    app, base = start_app("app.py")
+    result: dict = {"fresh": {}, "in_tab": {}}
+    try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             first = browser.new_page()
             first.goto(f"{base}/ch1?lang={args.lang}")
-            first.wait_for_selector("button[kind=primary]:not([disabled])", timeout=180_000)  # server up
-            for n, title in titles.items():
-                page = browser.new_page()
-                t0 = time.monotonic()
-                page.goto(f"{base}/ch{n}?lang={args.lang}", wait_until="commit")
-                result["fresh"][f"ch{n}"] = seconds_until_title(page, title, t0)
-                page.close()
-            for n in [*range(2, 9), 1]:
-                t0 = time.monotonic()
-                first.locator(f"[data-testid=stSidebarNav] a[href*='ch{n}']").first.click()
-                result["in_tab"][f"ch{n}"] = seconds_until_title(first, titles[n], t0)
-                time.sleep(0.5)
+            first.wait_for_selector("button[kind=primary]:not([disabled])", timeout=180_000)  # Triton is up
+            # warm the browser's cache of both apps' scripts, as a class's second visit would be
+            for url, text in [(f"{floor_base}/", FLOOR_TITLE), *((f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items())]:
+                fresh(browser, url, text)
+            floor = [fresh(browser, f"{floor_base}/", FLOOR_TITLE) for _ in range(args.reps)]
+            result["floor"] = median_pair(floor)
+            for url, text in titles.items():
+                result["fresh"][url] = median_pair(
+                    [fresh(browser, f"{base}/{url}?lang={args.lang}", text) for _ in range(args.reps)]
+                )
+            order = [*titles][1:] + ["ch1"]
+            samples: dict[str, list] = {u: [] for u in order}
+            for _ in range(args.reps):
+                for url in order:
+                    link = first.locator(f"[data-testid=stSidebarNav] a[href$='/{url}']").first
+                    samples[url].append(arrive(first, titles[url], link.click))
+                    time.sleep(0.5)
+            result["in_tab"] = {u: median_pair(s) for u, s in samples.items()}
             browser.close()
     finally:
-        app.terminate()
-        app.wait(20)
-    print(json.dumps(result, indent=1))
+        for proc in (app, floor_app):
+            proc.terminate()
+            proc.wait(20)
+    floor_s = result["floor"]["interactive"]
+    result["fresh_ratio_to_floor"] = {u: round(v["interactive"] / floor_s, 2) for u, v in result["fresh"].items()}
+    print(f"{'page':14s} {'fresh title':>11s} {'interactive':>11s} {'÷ floor':>8s} {'in-tab title':>12s} {'interactive':>11s}")
+    print(f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f}")
+    for url in titles:
+        f, i = result["fresh"][url], result["in_tab"][url]
+        ratio = result["fresh_ratio_to_floor"][url]
+        print(f"{url:14s} {f['title']:11.2f} {f['interactive']:11.2f} {ratio:8.2f} {i['title']:12.2f} {i['interactive']:11.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False))
     return 0
 
 
