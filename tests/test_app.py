@@ -88,7 +88,12 @@ def test_sidebar_status(remote, lang):
     at.run()
     assert not at.exception
     assert any("2.51" in s.value for s in at.sidebar.success), [s.value for s in at.sidebar.success]
-    assert at.sidebar.dataframe
+    assert not at.sidebar.dataframe  # the models table is lazy: drawn only once its expander is opened
+    at.session_state["tk_models_open"] = True
+    at.run()
+    table = at.sidebar.dataframe[0].value
+    assert "image_classifier" in table.iloc[:, 0].tolist()
+    assert table.iloc[:, 1].str.contains("READY").all()
 
 
 def test_language_switch(remote):

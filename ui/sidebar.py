@@ -74,7 +74,11 @@ def _status(status: ServerStatus | None) -> None:
     )
     if ready < len(status.models):
         st.warning(t("sidebar.models_not_ready", n=len(status.models) - ready), icon="⛔")
-    with st.expander(t("sidebar.models")):
+    # Lazy: the table is drawn only while the expander is open (a fresh tab's first paint stays light).
+    models = st.expander(t("sidebar.models"), key="tk_models_open", on_change="rerun")
+    if not models.open:
+        return
+    with models:
         rows = [
             {
                 t("sidebar.col_model"): m.name,
@@ -165,10 +169,11 @@ def render_sidebar() -> ServerStatus | None:
             if server is not None:
                 if server.running:
                     st.caption(t("sidebar.embedded_at", http=server.http_url, grpc=server.grpc_url))
-                with st.expander(t("sidebar.log")):
-                    st.code(server.log_tail(40) or "—", language=None)
+                log = st.expander(t("sidebar.log"), key="tk_log_open", on_change="rerun")
+                if log.open:  # lazy, like the models table: read and drawn only when asked for
+                    log.code(server.log_tail(40) or "—", language=None)
                     previous = _previous_log(server)
                     if previous:
-                        st.caption(t("sidebar.log_previous"))
-                        st.code(previous, language=None)
+                        log.caption(t("sidebar.log_previous"))
+                        log.code(previous, language=None)
         return status

@@ -17,7 +17,7 @@ def _columns(rows: list[dict], prefix: str) -> list[dict]:
     return [{t(f"{prefix}.{k}"): v for k, v in row.items()} for row in rows]
 
 
-def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None) -> None:
+def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None, key: str = "ch1_config_tab") -> None:
     if entry.error:
         state.show_error("bad_config", entry.error)
         st.code(entry.config_text or "", language="protobuf", line_numbers=True)
@@ -55,16 +55,17 @@ def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None) -> 
             st.caption(t("repo.instances", groups=repo.instances(cfg)))
     if entry.extra_configs:
         st.caption(t("repo.extra_configs", files=", ".join(entry.extra_configs)))
-    tab_file, tab_loaded = st.tabs([t("repo.tab_file"), t("repo.tab_loaded")])
-    with tab_file:
-        st.code(entry.config_text, language="protobuf", line_numbers=True)
-    with tab_loaded:
+    # Lazy tabs: only the open one is drawn (the loaded config is long, and asked of the server).
+    tab_file, tab_loaded = st.tabs([t("repo.tab_file"), t("repo.tab_loaded")], key=key, on_change="rerun")
+    if tab_file.open:
+        tab_file.code(entry.config_text, language="protobuf", line_numbers=True)
+    if tab_loaded.open:
         ep = state.endpoint()
         if ep is None or model_state is None or not model_state.ready:
-            st.caption(t("repo.not_loaded"))
+            tab_loaded.caption(t("repo.not_loaded"))
         else:
-            st.caption(t("repo.loaded_note"))
-            st.code(repo.loaded_config_text(ep, entry.name), language="protobuf")
+            tab_loaded.caption(t("repo.loaded_note"))
+            tab_loaded.code(repo.loaded_config_text(ep, entry.name), language="protobuf")
 
 
 @st.fragment  # a click reruns only this part: cheap enough for a whole class clicking at once
@@ -118,7 +119,7 @@ def repository_browser() -> None:
 
 
 def other_repository() -> None:
-    with st.expander(t("repo.other_title")):
+    with st.expander(t("repo.other_title")):  # not lazy: a closed lazy expander would drop the uploads
         st.caption(t("repo.other_help"))
         path = st.text_input(
             t("repo.other_path"), key="ch1_other_path", placeholder="/path/to/model_repository"
@@ -140,7 +141,7 @@ def other_repository() -> None:
         for entry in entries:
             with st.container(border=True):
                 st.markdown(f"**{entry.name}** · `{entry.path}`")
-                _model_details(entry, None)
+                _model_details(entry, None, key=f"ch1_other_tab_{entry.name}")
 
 
 render_lesson(
