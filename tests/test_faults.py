@@ -109,6 +109,44 @@ def test_auto_restart_off_then_button(small, embedded_app):
     assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
 
 
+def test_first_start_does_not_hold_pages(small, monkeypatch):
+    """A fresh app: pages draw at once while Triton starts, say "starting", and come up by themselves."""
+    monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
+    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
+    from ui import state
+
+    repo = small.repo
+    holder = state._holder()
+    saved = holder.server, holder.error, holder.died_at, holder.factory
+    holder.server, holder.error, holder.died_at = None, None, None
+    holder.factory = lambda: EmbeddedServer(repo=repo, http_port=0, grpc_port=0, metrics_port=0)
+    try:
+        for page, lang in (("views/ch1_inference_server.py", "en"), ("views/lab_batching.py", "zh")):
+            at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+            at.query_params["lang"] = lang
+            switch_page(at, page)
+            t0 = time.monotonic()
+            at.run()
+            took = time.monotonic() - t0
+            assert not at.exception and not at.error, [e.value for e in at.error]
+            assert holder.state() == "starting"
+            assert took < 2.0, f"{page} waited {took:.1f} s for the server"
+            assert at.title, "the page was not drawn"
+            starting = lessons.t("server.starting", lang)
+            assert starting in [i.value for i in at.sidebar.info], [i.value for i in at.sidebar.info]
+        assert at.info and at.info[0].value == starting  # the lab says why it waits, not "unreachable"
+        assert holder.wait(120), "the first start failed"
+        started = holder.server
+        at.run()
+        assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
+        assert not at.info or at.info[0].value != starting
+    finally:
+        if holder.server is not None and holder.server is not saved[0]:
+            holder.server.stop()
+        holder.server, holder.error, holder.died_at, holder.factory = saved
+    assert started is not None and not started.running
+
+
 def test_bench_against_a_server_killed_mid_run(small):
     small.ensure_running(60)
     ep = small.endpoint

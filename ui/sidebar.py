@@ -119,7 +119,9 @@ def _watch() -> None:
         return  # the full status below is measured once per run
     holder = state._holder()
     since = int(time.time() - holder.died_at) if holder.died_at else 0
-    if sig[1] == "restarting":
+    if sig[1] == "starting":
+        st.info(t("server.starting"), icon="⏳")
+    elif sig[1] == "restarting":
         st.warning(t("sidebar.restarting_auto", s=since), icon="🔄")
     elif sig[1] == "stopped":
         st.error(t("sidebar.stopped", s=since), icon="🔴")

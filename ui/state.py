@@ -73,33 +73,33 @@ class EmbeddedHolder:
     """The app's one embedded server: started once, on first use; restarted in the background (never in a
     page's script thread, so no page waits on it); remembers a failed start and when the server died."""
 
-    def __init__(self) -> None:
+    def __init__(self, factory: Callable[[], EmbeddedServer] = EmbeddedServer) -> None:
+        self.factory = factory  # how a first start makes its server (tests start a small one)
         self.lock = threading.Lock()
         self.server: EmbeddedServer | None = None
         self.error: Exception | None = None
         self.died_at: float | None = None  # time.time() when a dead process was first noticed
         self._restarter: threading.Thread | None = None
 
-    def get(self) -> EmbeddedServer | None:
-        with self.lock:
-            if self.server is None and self.error is None and not self.restarting:
-                server = EmbeddedServer()
-                try:
-                    server.start(timeout=RESTART_TIMEOUT_S)
-                    self.server = server
-                except (ServerStartError, OSError) as exc:
-                    self.error = exc
-            return self.server
-
     @property
     def restarting(self) -> bool:
         return self._restarter is not None and self._restarter.is_alive()
 
+    def start_async(self) -> None:
+        """The first start, in the background: pages draw at once and say "starting" meanwhile."""
+        with self.lock:
+            if self.server is not None or self.error is not None or self.restarting:
+                return
+            self._restarter = threading.Thread(
+                target=self._restart, args=(False,), name="triton-kitchen-start", daemon=True
+            )
+            self._restarter.start()
+
     def state(self) -> str:
-        """ "up", "restarting", "stopped" (died, not restarting) or "failed" (never started / restart failed).
-        Cheap: a process check, no network."""
+        """ "starting" (first start), "up", "restarting", "stopped" (died, not restarting) or "failed" (never
+        started / restart failed). Cheap: a process check, no network."""
         if self.restarting:
-            return "restarting"
+            return "starting" if self.server is None else "restarting"
         server = self.server
         if server is None:
             return "failed" if self.error is not None else "stopped"
@@ -125,7 +125,7 @@ class EmbeddedHolder:
         server = self.server
         try:
             if server is None:
-                server = EmbeddedServer()
+                server = self.factory()
                 server.start(timeout=RESTART_TIMEOUT_S)
             elif force or not server.running:
                 if not server.ensure_running(timeout=RESTART_TIMEOUT_S) and (force or not server.running):
@@ -186,11 +186,6 @@ def auto_restart() -> bool:
     return bool(st.session_state.get("tk_auto_restart", True))
 
 
-def embedded_server() -> EmbeddedServer | None:
-    """The embedded server (started on first call, once per app process), or None if it failed."""
-    return _holder().get()
-
-
 def embedded_error() -> Exception | None:
     return _holder().error
 
@@ -241,9 +236,8 @@ def _raw_endpoint() -> Endpoint | None:
         http_url, grpc_url = remote_urls()
         return Endpoint(http_url=http_url, grpc_url=grpc_url, embedded=False)
     holder = _holder()
-    if holder.server is None and holder.error is None and not holder.restarting:
-        with st.spinner(t("server.starting")):
-            holder.get()
+    if holder.server is None and holder.error is None:
+        holder.start_async()  # no page waits for Triton: the status poller reruns them once it is up
     if embedded_state() != "up":
         return None
     server = holder.server
@@ -261,6 +255,16 @@ def endpoint() -> Endpoint | None:
     if status is not None and getattr(status, "url", None) == ep.http_url and not status.up:
         return None
     return ep
+
+
+def say_no_server() -> None:
+    """Why a page that needs a server cannot run now: starting or restarting (it comes back by itself),
+    or no server at all (an error that says what to do)."""
+    current = embedded_state() if server_mode() == "embedded" else "remote"
+    if current in ("starting", "restarting"):
+        st.info(t("server.starting" if current == "starting" else "server.wait_restart"), icon="⏳")
+    else:
+        show_error("server_unreachable", t("server.down"))
 
 
 # -- heavy lab runs --------------------------------------------------------------------------

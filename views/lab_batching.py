@@ -19,7 +19,7 @@ st.caption(t("lab_batching.intro"))
 
 ep = state.endpoint()
 if ep is None:
-    state.show_error("server_unreachable", t("server.down"))
+    state.say_no_server()
     st.stop()
 if not ep.headers:
     st.info(t("lab_batching.remote_note"))

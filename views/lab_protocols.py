@@ -38,7 +38,7 @@ def _repo_models() -> list[str]:
 
 ep = state.endpoint()
 if ep is None:
-    state.show_error("server_unreachable", t("server.down"))
+    state.say_no_server()
     st.stop()
 
 models = _repo_models()
