@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas  # noqa: F401 - whole before any page: plotly takes a half-imported pandas from sys.modules
 import streamlit as st
 
 from ui import state

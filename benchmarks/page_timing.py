@@ -38,6 +38,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS, _page_urls  # noqa: E402
 from triton_kitchen import lessons  # noqa: E402
 from triton_kitchen.server import free_port  # noqa: E402
 
+OUT = ROOT / "benchmarks" / "out"  # the apps' own output (gitignored)
 FLOOR_TITLE = "Triton Kitchen floor"
 # In-page check (no round trip per poll): the title holds `text`, and, for "interactive", the script is done.
 _TITLE_JS = """([text, done]) => {
@@ -51,10 +52,11 @@ _TITLE_JS = """([text, done]) => {
 
 def start_app(script: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
+    OUT.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true", f"--server.port={port}"],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
+        stdout=open(OUT / f"page_timing_{Path(script).stem}.log", "w"),  # noqa: SIM115 - open while it runs
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
@@ -100,6 +102,13 @@ _UP_WATCH_JS = """(() => {
 })();"""
 
 
+_SHOWN_JS = """() => ({
+  state: document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state'),
+  title: document.querySelector('[data-testid=stMain] h1')?.innerText,
+  sidebar: [...document.querySelectorAll('[data-testid=stSidebar] [data-testid=stAlert]')].map(a => a.innerText),
+})"""
+
+
 def after_server_up(browser, base: str, titles: dict[str, str], lang: str) -> dict:
     """Every page open in its own tab while the embedded Triton starts (the app was just launched): seconds
     from Triton answering ready on :8000 until each tab shows it up and is interactive (all tabs at once:
@@ -114,16 +123,22 @@ def after_server_up(browser, base: str, titles: dict[str, str], lang: str) -> di
         tabs[url] = ctx.new_page()
         tabs[url].goto(f"{base}/{url}?lang={lang}", wait_until="commit")
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
+    while True:
         try:
             urllib.request.urlopen("http://127.0.0.1:8000/v2/health/ready", timeout=1)
             break
         except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit("Triton was not ready on :8000 within 300 s (see benchmarks/out/)") from None
             time.sleep(0.02)
     ready_ms = time.time() * 1000
     after = {}
     for url, tab in tabs.items():
-        tab.wait_for_function("() => window.__tkUpAt !== null", polling=100, timeout=120_000)
+        try:
+            tab.wait_for_function("() => window.__tkUpAt !== null", polling=100, timeout=60_000)
+        except Exception:  # noqa: BLE001 - report what the tab shows instead
+            shown = tab.evaluate(_SHOWN_JS)
+            raise SystemExit(f"{url}: not up and interactive 60 s after Triton was ready; it shows {shown}") from None
         after[url] = round((tab.evaluate("window.__tkUpAt") - ready_ms) / 1000, 2)
     ctx.close()
     return after

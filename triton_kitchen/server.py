@@ -32,7 +32,12 @@ RESTRICTED_CATEGORIES = "model-repository,trace"
 
 
 class ServerStartError(RuntimeError):
-    """The embedded server did not become ready; the message quotes the tail of its log."""
+    """The embedded server did not become ready; the message quotes the tail of its log. ``aborted``: it
+    was killed by a signal during start-up (a crash, not a refused configuration)."""
+
+    def __init__(self, message: str, aborted: bool = False) -> None:
+        super().__init__(message)
+        self.aborted = aborted
 
 
 def cache_root() -> Path:
@@ -310,9 +315,11 @@ class EmbeddedServer:
         )
         deadline = t0 + timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
+            rc = self._proc.poll()
+            if rc is not None:
                 self._proc = None
-                raise self._failure("tritonserver exited during start-up:")
+                # the supervisor exits with tritonserver's status; a signal shows as negative or 128+N
+                raise self._failure("tritonserver exited during start-up:", aborted=rc < 0 or rc > 128)
             if probe_kserve(self.http_url, timeout=0.5):
                 self.startup_seconds = time.monotonic() - t0
                 return self.endpoint
@@ -357,8 +364,9 @@ class EmbeddedServer:
         ]
         return "\n".join(line[:600] for line in errors[-limit:])
 
-    def _failure(self, headline: str) -> ServerStartError:
-        return ServerStartError(f"{headline}\n{self.log_errors()}\n--- log tail ---\n{self.log_tail(15)}")
+    def _failure(self, headline: str, aborted: bool = False) -> ServerStartError:
+        text = f"{headline}\n{self.log_errors()}\n--- log tail ---\n{self.log_tail(15)}"
+        return ServerStartError(text, aborted=aborted)
 
     def log_tail(self, lines: int = 50) -> str:
         try:

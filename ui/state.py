@@ -125,14 +125,26 @@ class EmbeddedHolder:
         server = self.server
         try:
             if server is None:
-                server = self.factory()
-                server.start(timeout=RESTART_TIMEOUT_S)
+                server = self._first_start()
             elif force or not server.running:
                 if not server.ensure_running(timeout=RESTART_TIMEOUT_S) and (force or not server.running):
                     server.restart(timeout=RESTART_TIMEOUT_S)
             self.server, self.error, self.died_at = server, None, None
         except (ServerStartError, OSError) as exc:
             self.error = exc
+
+    def _first_start(self) -> EmbeddedServer:
+        """Start a new server; once more if it aborted: Triton's python backend can abort during start-up
+        on a busy machine (boost::interprocess::lock_exception, triton-inference-server/server#8882)."""
+        server = self.factory()
+        try:
+            server.start(timeout=RESTART_TIMEOUT_S)
+        except ServerStartError as exc:
+            if not exc.aborted:
+                raise
+            server = self.factory()
+            server.start(timeout=RESTART_TIMEOUT_S)
+        return server
 
     def wait(self, timeout: float) -> bool:
         """Wait for a background restart to end (tests); True when the server is up."""
