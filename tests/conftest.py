@@ -23,6 +23,8 @@ def pytest_sessionfinish(session, exitstatus):
                 obj.close()
             except Exception:  # already closed or broken: nothing left to release
                 pass
+            # its __del__ closes again at interpreter exit, when grpc's module globals are gone
+            obj.close = lambda: None
 
 
 @pytest.fixture(scope="session")
