@@ -21,16 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _server import add_server_args, server_for  # noqa: E402
+
 from triton_kitchen import batching  # noqa: E402
-from triton_kitchen.server import EmbeddedServer, Endpoint  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", help="HTTP host:port of a running server (default: start the embedded one)")
-    ap.add_argument("--grpc-url", help="gRPC host:port (default: the HTTP host, port 8001)")
+    add_server_args(ap)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per setting (default: %(default)s)")
     ap.add_argument("--repeats", type=int, default=3, help="off/on pairs; the ratio is the median (default: %(default)s)")
@@ -41,15 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
-    server = None
-    if args.url:
-        endpoint = Endpoint.remote(args.url, args.grpc_url or "")
-    else:
-        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
-        endpoint = server.start(timeout=180)
     preferred = [int(x) for x in args.preferred.split(",") if x.strip()]
     runs = []
-    try:
+    with server_for(args) as endpoint:
         for delay in (int(x) for x in args.delays.split(",")):
             settings = batching.BatchingSettings(True, delay, preferred, args.instances)
             for i in range(args.repeats):
@@ -58,14 +52,11 @@ def main(argv: list[str] | None = None) -> int:
                              "off": r["off"].to_dict(), "on": r["on"].to_dict()})
                 print(f"delay {delay} us, pair {i + 1}: off {r['off'].throughput_rps:.1f} req/s, "
                       f"on {r['on'].throughput_rps:.1f} req/s, ratio {r['throughput_ratio']:.2f}", file=sys.stderr)
-    finally:
-        if server is not None:
-            server.stop()
 
     lines = [
         f"# Dynamic batching at concurrency {args.concurrency}",
         "",
-        f"Measured {time.strftime('%F %T')} on {'the embedded server (CPU)' if server else args.url}: classifier "
+        f"Measured {time.strftime('%F %T')} on {'the embedded server (CPU)' if endpoint.embedded else args.url}: classifier "
         f"(EfficientNet-Lite0, max_batch_size 8, {args.instances} instance(s)), {args.protocol}, "
         f"{args.duration:g} s per setting, batching off then on, {args.repeats} pair(s) per setting.",
         "",

@@ -18,15 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _server import add_server_args, server_for  # noqa: E402
+
 from triton_kitchen import experiments  # noqa: E402
 from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg  # noqa: E402
-from triton_kitchen.server import EmbeddedServer, Endpoint  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", help="HTTP host:port of a running server (default: start the embedded one)")
-    ap.add_argument("--grpc-url", help="gRPC host:port (default: the HTTP host, port 8001)")
+    add_server_args(ap)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--budget", type=float, default=20.0, help="seconds per experiment")
     ap.add_argument("--all", action="store_true", help="also parallel branches, cascade and batching queue")
@@ -34,19 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
 
-    server = None
-    if args.url:
-        endpoint = Endpoint.remote(args.url, args.grpc_url or "")
-    else:
-        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
-        endpoint = server.start(timeout=180)
     image = sample_jpeg(args.photo)
     report: dict = {
-        "server": "embedded" if server else args.url,
+        "server": args.url or "embedded",
         "photo": args.photo,
         "when": time.strftime("%F %T"),
     }
-    try:
+    with server_for(args) as endpoint:
         report["chaining"] = experiments.chaining(
             endpoint, image, repeats=args.repeats, budget_s=args.budget
         ).to_dict()
@@ -65,9 +59,6 @@ def main(argv: list[str] | None = None) -> int:
                 report["batching_queue"] = [
                     r.to_dict() for r in experiments.batching_queue(endpoint, image, repeats=args.repeats)
                 ]
-    finally:
-        if server is not None:
-            server.stop()
     text = json.dumps(report, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _server import add_server_args, server_for  # noqa: E402
+
 from triton_kitchen import bench, protocols  # noqa: E402
-from triton_kitchen.server import EmbeddedServer, Endpoint  # noqa: E402
 
 MODELS = ("ensemble_pipeline", "image_classifier")
 CONCURRENCIES = (1, 4, 16)
@@ -129,8 +130,7 @@ def figures(results: list[bench.BenchResult], bytes_rows: list[dict]):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", help="HTTP host:port of a running server (default: start the embedded one)")
-    ap.add_argument("--grpc-url", help="gRPC host:port (default: the HTTP host, port 8001)")
+    add_server_args(ap)
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per cell (default: %(default)s)")
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--cross-check", choices=("none", "one", "all"), default="one",
@@ -142,18 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
-    server = None
-    if args.url:
-        endpoint = Endpoint.remote(args.url, args.grpc_url or "")
-    else:
-        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
-        endpoint = server.start(timeout=180)
-    meta = {"when": time.strftime("%F %T"), "server": "embedded server (CPU)" if server else args.url,
+    meta = {"when": time.strftime("%F %T"), "server": args.url or "embedded server (CPU)",
             "duration_s": args.duration, "warmup_s": args.warmup, "inflation": {}}
     results: list[bench.BenchResult] = []
     bytes_rows: list[dict] = []
     checks: list[dict] = []
-    try:
+    with server_for(args) as endpoint:
         jpeg = protocols.sample_jpeg()
         meta["tensor_vs_jpeg"] = protocols.tensor_vs_jpeg(jpeg)
         for model in MODELS:
@@ -186,9 +180,6 @@ def main(argv: list[str] | None = None) -> int:
                 if "error" not in check:
                     print(f"cross-check {model} {p} c={c}: engine {check['engine_rps']:.1f}, perf_analyzer "
                           f"{check['perf_analyzer_rps']:.1f} ({check['difference'] * 100:+.1f}%)", file=sys.stderr)
-    finally:
-        if server is not None:
-            server.stop()
 
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [r.to_row() for r in results]
