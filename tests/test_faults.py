@@ -147,38 +147,34 @@ def test_first_start_does_not_hold_pages(small, monkeypatch):
     assert started is not None and not started.running
 
 
-def test_first_start_survives_an_abort(small):
-    """tritonserver aborted (SIGABRT, as Triton's python backend can crash on a busy machine) during the
-    first start: the holder starts it once more instead of leaving the class without a server."""
-    from ui.state import EmbeddedHolder
+def test_start_survives_an_abort(small):
+    """tritonserver aborted (SIGABRT, as Triton's python backend can crash on a busy machine) during start-up:
+    start() tries once more instead of leaving the class without a server."""
+    srv = EmbeddedServer(repo=small.repo, http_port=0, grpc_port=0, metrics_port=0)
+    aborted: list[int] = []
 
-    made: list[EmbeddedServer] = []
-
-    def factory() -> EmbeddedServer:
-        made.append(EmbeddedServer(repo=small.repo, http_port=0, grpc_port=0, metrics_port=0))
-        return made[-1]
+    def children() -> list[str]:
+        return subprocess.run(["pgrep", "-P", str(srv.pid)], capture_output=True, text=True).stdout.split()
 
     def abort_first() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if made and made[0].pid:
-                pids = subprocess.run(["pgrep", "-P", str(made[0].pid)], capture_output=True, text=True).stdout
-                if pids.split():
-                    os.kill(int(pids.split()[0]), signal.SIGABRT)
-                    return
+            kids = children() if srv.pid else []
+            if kids:
+                aborted.append(int(kids[0]))
+                os.kill(aborted[0], signal.SIGABRT)
+                return
             time.sleep(0.01)
 
-    holder = EmbeddedHolder(factory)
     killer = threading.Thread(target=abort_first)
     killer.start()
-    holder.start_async()
     try:
-        assert holder.wait(120), holder.error
+        srv.start(timeout=120)
         killer.join()
-        assert len(made) == 2 and holder.server is made[1] and made[1].running
+        assert aborted, "tritonserver was never seen"
+        assert srv.running and int(children()[0]) != aborted[0]
     finally:
-        for srv in made:
-            srv.stop()
+        srv.stop()
 
 
 def test_bench_against_a_server_killed_mid_run(small):

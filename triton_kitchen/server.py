@@ -265,11 +265,18 @@ class EmbeddedServer:
         return cmd + self.extra_args
 
     def start(self, timeout: float = 60.0) -> Endpoint:
-        """Start the server and wait until it is ready; raise ServerStartError with the log tail if not."""
+        """Start the server and wait until it is ready; raise ServerStartError with the log tail if not.
+        A server aborted during start-up gets one more try (a log it wrote is kept as ``.log.previous``): Triton's python
+        backend can abort on a busy machine (boost::interprocess::lock_exception, triton-inference-server#8882)."""
         with self._lock:
             if self.running:
                 return self.endpoint
-            endpoint = self._start(timeout)
+            try:
+                endpoint = self._start(timeout)
+            except ServerStartError as exc:
+                if not exc.aborted:
+                    raise
+                endpoint = self._start(timeout)
             self._started_once = True
             return endpoint
 

@@ -88,12 +88,8 @@ class EmbeddedHolder:
     def start_async(self) -> None:
         """The first start, in the background: pages draw at once and say "starting" meanwhile."""
         with self.lock:
-            if self.server is not None or self.error is not None or self.restarting:
-                return
-            self._restarter = threading.Thread(
-                target=self._restart, args=(False,), name="triton-kitchen-start", daemon=True
-            )
-            self._restarter.start()
+            if self.server is None and self.error is None:
+                self._spawn(force=False)
 
     def state(self) -> str:
         """ "starting" (first start), "up", "restarting", "stopped" (died, not restarting) or "failed" (never
@@ -112,39 +108,29 @@ class EmbeddedHolder:
     def restart_async(self, force: bool = False) -> None:
         """Restart in a background thread: a dead server (``ensure_running``), or any (``force``)."""
         with self.lock:
-            if self.restarting:
-                return
-            if self.died_at is None:
+            if self.died_at is None and not self.restarting:
                 self.died_at = time.time()
-            self._restarter = threading.Thread(
-                target=self._restart, args=(force,), name="triton-kitchen-restart", daemon=True
-            )
-            self._restarter.start()
+            self._spawn(force)
+
+    def _spawn(self, force: bool) -> None:
+        """Run :meth:`_restart` in a background thread unless one runs already (the caller holds the lock)."""
+        if self.restarting:
+            return
+        self._restarter = threading.Thread(target=self._restart, args=(force,), name="triton-kitchen", daemon=True)
+        self._restarter.start()
 
     def _restart(self, force: bool) -> None:
         server = self.server
         try:
             if server is None:
-                server = self._first_start()
+                server = self.factory()
+                server.start(timeout=RESTART_TIMEOUT_S)
             elif force or not server.running:
                 if not server.ensure_running(timeout=RESTART_TIMEOUT_S) and (force or not server.running):
                     server.restart(timeout=RESTART_TIMEOUT_S)
             self.server, self.error, self.died_at = server, None, None
         except (ServerStartError, OSError) as exc:
             self.error = exc
-
-    def _first_start(self) -> EmbeddedServer:
-        """Start a new server; once more if it aborted: Triton's python backend can abort during start-up
-        on a busy machine (boost::interprocess::lock_exception, triton-inference-server/server#8882)."""
-        server = self.factory()
-        try:
-            server.start(timeout=RESTART_TIMEOUT_S)
-        except ServerStartError as exc:
-            if not exc.aborted:
-                raise
-            server = self.factory()
-            server.start(timeout=RESTART_TIMEOUT_S)
-        return server
 
     def wait(self, timeout: float) -> bool:
         """Wait for a background restart to end (tests); True when the server is up."""
