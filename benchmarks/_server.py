@@ -1,10 +1,16 @@
-"""The report scripts' server: a running one named by --url, or the embedded one, started and stopped here."""
+"""The servers the benchmarks run: Triton (a running one named by --url, or the embedded one, started and
+stopped here) and the Streamlit app."""
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from triton_kitchen.server import EmbeddedServer, Endpoint
 
@@ -25,3 +31,23 @@ def server_for(args: argparse.Namespace) -> Iterator[Endpoint]:
         yield server.start(timeout=180)
     finally:
         server.stop()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_streamlit(script: str, port: int, log: Path, *options: str) -> subprocess.Popen:
+    """`streamlit run SCRIPT` from the project root (headless, on PORT, its output in LOG), returned once its
+    health check answers."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true", f"--server.port={port}"]
+    proc = subprocess.Popen([*cmd, *options], cwd=ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+            return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"streamlit did not come up (see {log})")

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +35,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 ROOT = Path(__file__).resolve().parents[1]
 LOG = ROOT / "benchmarks" / "out" / "class_load_app.log"
 sys.path.insert(0, str(ROOT))
+
+from _server import start_streamlit  # noqa: E402
 
 from triton_kitchen.server import free_port  # noqa: E402
 
@@ -183,19 +184,8 @@ def sample_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
 
 
 def start_app(port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true", f"--server.port={port}"]
-    cmd.append("--client.showErrorDetails=full")  # the benchmark wants the real message of any failure
-    LOG.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=LOG.open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-            return proc
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("streamlit did not come up")
+    # full error details: the benchmark wants the real message of any failure
+    return start_streamlit("app.py", port, LOG, "--client.showErrorDetails=full")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _server import start_streamlit  # noqa: E402
 from conftest import CHROMIUM, CHROMIUM_ARGS, _page_urls  # noqa: E402
 
 from triton_kitchen import lessons  # noqa: E402
@@ -52,21 +53,8 @@ _TITLE_JS = """([text, done]) => {
 
 def start_app(script: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    OUT.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true", f"--server.port={port}"],
-        cwd=ROOT,
-        stdout=open(OUT / f"page_timing_{Path(script).stem}.log", "w"),  # noqa: SIM115 - open while it runs
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{base}/_stcore/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.3)
-    return proc, base
+    proc = start_streamlit(script, port, OUT / f"page_timing_{Path(script).stem}.log")
+    return proc, f"http://127.0.0.1:{port}"
 
 
 def arrive(page, text: str, go) -> tuple[float, float]:
