@@ -161,15 +161,20 @@ def quiz_path(chapter: int, lang: str) -> Path:
     return LESSONS_DIR / lang / "quiz" / f"{chapter:02d}.toml"
 
 
+def _read_toml(path: Path, what: str) -> dict:
+    """A TOML file of the lessons; a missing or broken one is a LessonError naming ``what`` it is."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise LessonError(f"no {what} {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LessonError(f"{path}: {exc}") from exc
+
+
 @lru_cache(maxsize=64)
 def _load_quiz(chapter: int, lang: str) -> tuple[Question, ...]:
     path = quiz_path(chapter, lang)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise LessonError(f"no quiz bank {path}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise LessonError(f"{path}: {exc}") from exc
+    data = _read_toml(path, "quiz bank")
     questions = []
     seen = set()
     for n, raw in enumerate(data.get("question", []), start=1):
@@ -215,12 +220,7 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
 @lru_cache(maxsize=8)
 def _ui_table(lang: str) -> tuple[tuple[str, str], ...]:
     path = LESSONS_DIR / _check_lang(lang) / "ui.toml"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise LessonError(f"no UI string table {path}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise LessonError(f"{path}: {exc}") from exc
+    data = _read_toml(path, "UI string table")
     return tuple(_flatten(data).items())
 
 
