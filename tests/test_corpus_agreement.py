@@ -140,6 +140,14 @@ class CorpusRunner:
             shutil.rmtree(self.repo / n, ignore_errors=True)
 
     def run(self, name: str) -> tuple[bool, str | None]:
+        """Triton's verdict on one case. A refusal is asked once more: a refusal by configuration repeats
+        itself, while a Python stub that failed to start on a loaded 2-core CI machine does not."""
+        ok, message = self._run_once(name)
+        if not ok:
+            ok, message = self._run_once(name)
+        return ok, message
+
+    def _run_once(self, name: str) -> tuple[bool, str | None]:
         meta = case_meta(name)
         prefix, names = self._copy(name)
         pos = self._log_size()
@@ -228,7 +236,7 @@ def test_live_agreement_with_triton(corpus_runner):
         if ours != triton_ok:
             disagree.append((case, triton_ok, triton_msg, [p.message for p in problems if p.is_error][:2]))
         recorded = case_meta(case)["triton_loads"]
-        assert recorded is None or recorded == triton_ok, f"{case}: recorded verdict is stale"
+        assert recorded is None or recorded == triton_ok, f"{case}: recorded verdict is stale ({triton_msg})"
     assert not disagree, disagree
 
 
