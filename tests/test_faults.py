@@ -92,6 +92,34 @@ def test_killed_server_is_reported_and_restarted(small, embedded_app):
     assert small.log_file.with_suffix(".log.previous").read_text().strip()
 
 
+def test_live_trace_works_right_after_a_restart(small, sample_jpegs):
+    """Newcomer review defect 3: after a restart the flow lab's trace failed ~19 sends in a row."""
+    import numpy as np
+
+    from triton_kitchen import trace
+    from triton_kitchen.clients import client_for, http_client
+    from triton_kitchen.imaging import preprocess_bytes
+
+    pixels = preprocess_bytes(sample_jpegs["coffee"])[None]
+
+    def traced_call() -> trace.RequestTimeline:
+        ep = small.endpoint
+        client, lib = client_for("grpc", ep)
+        tensor = lib.InferInput("input", list(pixels.shape), "FP32")
+        tensor.set_data_from_numpy(np.ascontiguousarray(pixels, dtype=np.float32))
+        _, tl = trace.capture(
+            http_client(ep), "classifier", lambda: client.infer("classifier", [tensor]), ep.headers
+        )
+        return tl
+
+    for _ in range(3):  # trace files .0 .1 .2 exist before the crash
+        traced_call()
+    kill_triton(small)
+    assert small.ensure_running(timeout=120)
+    for _ in range(3):
+        assert traced_call().model == "classifier"
+
+
 def test_auto_restart_off_then_button(small, embedded_app):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = "zh"

@@ -60,6 +60,19 @@ def test_numbered_trace_files_read_in_index_order(tmp_path):
     assert sorted(t.model for t in tls) == sorted(m for m, _ in recs)
 
 
+def test_a_rewritten_trace_file_counts_as_new(tmp_path):
+    """A restarted server writes trace.json.0 again: a file seen before under that name is new once rewritten."""
+    (model, records), *_ = recorded_records()
+    base = tmp_path / "trace.json"
+    (tmp_path / "trace.json.0").write_text(json.dumps(records))
+    known = trace._signatures(base)
+    t0, t1 = 0, 2**63
+    assert trace._find_new(base, known, model, t0, t1) == []
+    (tmp_path / "trace.json.0").write_text(json.dumps(records) + " ")  # the next server's first trace
+    found = trace._find_new(base, known, model, t0, t1)
+    assert [tl.model for tl in found] == [model]
+
+
 def test_timeline_round_trips_through_json():
     data = json.loads(RECORDED_TRACE.read_text())["timelines"][0]
     tl = trace.RequestTimeline.from_dict(data)

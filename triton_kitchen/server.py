@@ -185,7 +185,8 @@ class EmbeddedServer:
         self.key = secrets.token_hex(16)
         self.run_dir = Path(tempfile.mkdtemp(dir=cache_root(), prefix="run-"))
         self.log_file = self.run_dir / "tritonserver.log"
-        self.trace_file = self.run_dir / "trace.json"
+        self.trace_file = self.run_dir / "trace.json"  # renamed per start: see _start
+        self._starts = 0
         self._proc: subprocess.Popen | None = None
         self._lock = threading.RLock()  # one app process, many Streamlit sessions: start/stop one at a time
         self._started_once = False
@@ -302,6 +303,10 @@ class EmbeddedServer:
 
             ensure_onnx(self.repo)
         self._choose_ports()
+        # A fresh trace base per process: a restarted tritonserver numbers its files from .0 again, and
+        # readers that remember the file names they had seen would skip the new server's traces.
+        self._starts += 1
+        self.trace_file = self.run_dir / f"trace-{self._starts}.json"
         cmd = self.command()
         if self.log_file.exists() and self.log_file.stat().st_size:
             self.log_file.replace(self.log_file.with_suffix(".log.previous"))  # keep why the last one ended

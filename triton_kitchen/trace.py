@@ -435,7 +435,7 @@ def capture_many(
         base = Path(str(settings.get("trace_file") or ""))
         if not local or not str(base) or not base.parent.is_dir():
             raise TraceError(f"trace file {base} is not readable from here")
-        known = {p.name for p in trace_files(base)}
+        known = _signatures(base)
         http_client.update_trace_settings(
             model_name=model,
             settings={
@@ -471,10 +471,33 @@ def capture_many(
             time.sleep(0.02)
 
 
-def _find_new(base: Path, known: set[str], model: str, t0: int, t1: int) -> list[RequestTimeline]:
+def _signatures(base: Path) -> dict[str, tuple[int, int]]:
+    """File name -> (mtime_ns, size) of the trace files there now."""
+    out = {}
+    for f in trace_files(base):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        out[f.name] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _find_new(
+    base: Path, known: dict[str, tuple[int, int]], model: str, t0: int, t1: int
+) -> list[RequestTimeline]:
+    """Traces of ``model`` that started in [t0, t1], in files written since ``known`` was taken.
+
+    A file counts as new when its name or its (mtime, size) changed: a server that restarts on the same
+    base name writes ``.0``, ``.1``, ... again, and a name alone would hide its traces.
+    """
     out = []
     for f in trace_files(base):
-        if f.name in known:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if known.get(f.name) == (st.st_mtime_ns, st.st_size):
             continue
         try:
             records = read_json_array(f)
