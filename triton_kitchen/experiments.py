@@ -393,6 +393,48 @@ def cascade(
     return rows
 
 
+CASCADE_TIERS = ("classifier_coarse", "classifier")  # tier 1, tier 2
+
+
+@dataclass
+class CascadeCall:
+    """One classification through a cascade, with how often each tier's model ran meanwhile."""
+
+    result: Any  # classify.Classification
+    tier_runs: dict[str, int]  # model -> statistics API execution-count delta over the call
+    answer_tier: int | None  # the model's ``stage_used`` output: the tier whose answer was kept
+
+    @property
+    def tiers_ran(self) -> int:
+        """How many tiers ran for this request, read from the statistics (not from ``stage_used``)."""
+        return sum(1 for m in CASCADE_TIERS if self.tier_runs.get(m, 0) > 0)
+
+
+def cascade_call(
+    endpoint: Endpoint, image: bytes, model: str, protocol: str = "grpc", timeout_s: float = 2.0
+) -> CascadeCall:
+    """Classify ``image`` with ``model`` (a cascade) and read each tier model's execution-count delta.
+
+    ``stage_used`` only says which tier's answer was kept; whether tier two *ran* is the statistics'
+    business: in ``cascade_ensemble`` both tiers always run, ``cascade_bls`` skips tier two when tier one is
+    sure. Exact when nobody else uses the two classifiers meanwhile (other requests would add to the counts).
+    Statistics land just after the response, so the counts are read until tier one's has moved (or timeout).
+    """
+    from triton_kitchen.classify import classify
+
+    hc = http_client(endpoint)
+    before = trace.model_statistics(hc, CASCADE_TIERS)
+    result = classify(endpoint, image, model=model, protocol=protocol)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        after = trace.model_statistics(hc, CASCADE_TIERS)
+        if after[CASCADE_TIERS[0]]["exec"] > before[CASCADE_TIERS[0]]["exec"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    runs = {m: after[m]["exec"] - before[m]["exec"] for m in CASCADE_TIERS}
+    return CascadeCall(result, runs, result.stage_used)
+
+
 # -- dynamic batching queue wait ------------------------------------------------------------------
 @dataclass
 class QueueResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from triton_kitchen import mistakes
 from triton_kitchen import repository as repo
 from ui import state
 from ui.lesson import render_lesson
@@ -17,6 +18,10 @@ def _original() -> str:
     return (repo.DEFAULT_REPOSITORY / MODEL / "config.pbtxt").read_text(encoding="utf-8")
 
 
+def _set_text(text: str) -> None:
+    st.session_state[KEY] = text
+
+
 def editor() -> None:
     st.subheader(t("ch2.editor_title"))
     st.caption(t("ch2.editor_help"))
@@ -26,14 +31,13 @@ def editor() -> None:
     with left:
         text = st.text_area(t("ch2.editor"), key=KEY, height=560)
         b1, b2 = st.columns(2)
-        if b1.button(t("ch2.reset"), key="ch2_reset", icon="↩️"):
-            st.session_state.pop(KEY, None)
-            st.rerun()
-        if b2.button(t("ch2.try_swap"), key="ch2_swap", icon="🔀", help=t("ch2.try_swap_help")):
-            st.session_state[KEY] = _original().replace(
-                'key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"'
-            )
-            st.rerun()
+        # on_click callbacks run before the next script run, i.e. before the text area exists again:
+        # setting a widget's state after the widget is drawn raises StreamlitAPIException.
+        b1.button(t("ch2.reset"), key="ch2_reset", icon="↩️", on_click=_set_text, args=(_original(),))
+        b2.button(
+            t("ch2.try_swap"), key="ch2_swap", icon="🔀", help=t("ch2.try_swap_help"),
+            on_click=_set_text, args=(mistakes.swap_input_map(_original()),),
+        )  # fmt: skip
     with right:
         check = repo.check_ensemble_text(text, MODEL, lang=state.lang())
         errors = [p for p in check.problems if p.severity == "error"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from triton_kitchen import experiments
 from triton_kitchen import repository as repo
-from triton_kitchen.classify import ClassifyError, classify
+from triton_kitchen.classify import ClassifyError
 from ui import state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
@@ -70,17 +71,27 @@ def cascade() -> None:
         results = {}
         for model in ("cascade_ensemble", "cascade_bls"):
             try:
-                results[model] = classify(ep, image, model=model, protocol="grpc")
+                results[model] = experiments.cascade_call(ep, image, model)
             except ClassifyError as exc:
                 state.show_error(exc)
         st.session_state["ch3_results"] = results
     results = st.session_state.get("ch3_results") or {}
     cols = st.columns(2)
-    for col, (_model, result) in zip(cols, results.items(), strict=False):
+    for col, (model, call) in zip(cols, results.items(), strict=False):
         with col:
-            show_classification(result)
-            if result.stage_used is not None:
-                st.info(t("ch3.stage_used", stage=result.stage_used), icon="🔎")
+            st.markdown(f"**{model}**")
+            show_classification(call.result)
+            if call.answer_tier is not None:
+                kind = "ensemble" if model == "cascade_ensemble" else "bls"
+                st.info(t(f"ch3.answer_tier_{kind}", tier=call.answer_tier), icon="🔎")
+            st.caption(
+                t(
+                    "ch3.tier_runs",
+                    coarse=call.tier_runs["classifier_coarse"],
+                    fine=call.tier_runs["classifier"],
+                    tiers=call.tiers_ran,
+                )
+            )
 
 
 def memory() -> None:

@@ -7,10 +7,12 @@ import statistics
 import plotly.graph_objects as go
 import streamlit as st
 
+from triton_kitchen import mistakes
 from triton_kitchen import repository as repo
 from triton_kitchen import requests_view as rv
-from triton_kitchen.classify import ClassifyError, classify
+from triton_kitchen.classify import ClassifyError
 from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
+from triton_kitchen.experiments import cascade_call
 from ui import state
 from ui.lesson import render_lesson
 from ui.state import t
@@ -20,7 +22,7 @@ PHOTO = "chelsea"
 
 def _map_direction() -> None:
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
-    swapped = text.replace('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"')
+    swapped = mistakes.swap_input_map(text)
     check = repo.check_ensemble_text(swapped, lang=state.lang())
     st.code(
         'input_map { key: "image_tensor" value: "input" }   # ' + t("ch8.m1_swapped"), language="protobuf"
@@ -33,13 +35,9 @@ def _map_direction() -> None:
 
 def _order() -> None:
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
-    cfg = repo.parse_config_text(text)
-    steps = list(cfg.ensemble_scheduling.step)
-    del cfg.ensemble_scheduling.step[:]
-    cfg.ensemble_scheduling.step.extend(reversed(steps))
-    from google.protobuf import text_format
-
-    check = repo.check_ensemble_text(text_format.MessageToString(cfg), lang=state.lang())
+    reversed_text = mistakes.reverse_steps(text)
+    cfg = repo.parse_config_text(reversed_text)
+    check = repo.check_ensemble_text(reversed_text, lang=state.lang())
     st.caption(t("ch8.m2_reversed", order=" → ".join(s.model_name for s in cfg.ensemble_scheduling.step)))
     if check.ok:
         st.success(t("ch8.m2_ok"), icon="✅")
@@ -71,10 +69,10 @@ def _speed() -> None:
     ep = state.endpoint()
     if st.button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
         with st.spinner(t("ch8.m4_running")):
-            st.session_state["ch8_speed"] = quick_protocol_check(
+            st.session_state["ch8_speed_result"] = quick_protocol_check(
                 ep, sample_jpeg(PHOTO), requests=15, budget_s=6
             )
-    times = st.session_state.get("ch8_speed")
+    times = st.session_state.get("ch8_speed_result")
     if times:
         kinds = [k for k, v in times.items() if v]
         medians = [statistics.median(times[k]) for k in kinds]
@@ -89,8 +87,8 @@ def _speed() -> None:
 def _sse() -> None:
     ep = state.endpoint()
     if st.button(t("ch8.m5_run"), key="ch8_sse", disabled=ep is None):
-        st.session_state["ch8_sse"] = stream_sse(ep, t("ch5.stream_default"), 30)
-    run = st.session_state.get("ch8_sse")
+        st.session_state["ch8_sse_result"] = stream_sse(ep, t("ch5.stream_default"), 30)
+    run = st.session_state.get("ch8_sse_result")
     if run:
         if run.error:
             state.show_error("server_error", run.error)
@@ -110,7 +108,7 @@ def _cascade() -> None:
         for photo in ("chelsea", "coffee", "rocket"):
             for model in ("cascade_ensemble", "cascade_bls"):
                 try:
-                    r = classify(ep, sample_jpeg(photo), model=model, protocol="grpc")
+                    call = cascade_call(ep, sample_jpeg(photo), model)
                 except ClassifyError as exc:
                     state.show_error(exc)
                     continue
@@ -118,13 +116,15 @@ def _cascade() -> None:
                     {
                         t("ch8.col.photo"): t(f"image.sample_{photo}"),
                         t("ch8.col.model"): model,
-                        t("ch8.col.top1"): r.labels[0],
-                        t("ch8.col.stage"): r.stage_used if r.stage_used is not None else "—",
-                        t("ch8.col.ms"): round(r.ms, 1),
+                        t("ch8.col.top1"): call.result.labels[0],
+                        t("ch8.col.answer_tier"): call.answer_tier if call.answer_tier is not None else "—",
+                        t("ch8.col.coarse_runs"): call.tier_runs["classifier_coarse"],
+                        t("ch8.col.fine_runs"): call.tier_runs["classifier"],
+                        t("ch8.col.ms"): f"{call.result.ms:.1f}",
                     }
                 )
-        st.session_state["ch8_cascade"] = rows
-    rows = st.session_state.get("ch8_cascade")
+        st.session_state["ch8_cascade_result"] = rows
+    rows = st.session_state.get("ch8_cascade_result")
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
         st.caption(t("ch8.m6_caption"))
