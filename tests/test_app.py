@@ -1,7 +1,8 @@
 """The Streamlit app through AppTest, against the session's real embedded server.
 
 Every page renders in both languages without an exception; the main widgets work: language switch,
-sample photo -> classification, ensemble editor -> validation error, a quiz answer.
+sample photo -> classification, ensemble editor -> validation error, the quiz (Check button,
+first try counts, shuffled choices, per-choice feedback).
 """
 
 from __future__ import annotations
@@ -150,16 +151,164 @@ def test_editor_syntax_error(remote):
     assert at.error
 
 
-def test_quiz_answer(remote):
-    at = open_page(CHAPTER_PAGES[1], "en")
-    q = lessons.load_quiz(2, "en")[0]
-    radio = at.radio(key=f"tk_quiz_2_{q.id}")
-    radio.set_value(q.answer).run()
-    assert not at.exception
-    assert any(q.explanation in s.value for s in at.success)
+QUIZ_CH = 2
+
+
+def quiz_score(at: AppTest) -> str:
+    """The quiz's score line (the text of its st.progress)."""
+    return at.get("progress")[-1].proto.text
+
+
+def check_quiz(at: AppTest, q: lessons.Question, choice: int) -> AppTest:
+    """Pick a choice (its index in the bank) and press the question's Check button."""
+    at.radio(key=f"tk_quiz_{QUIZ_CH}_{q.id}").set_value(choice).run()
+    at.button(key=f"tk_quiz_check_{QUIZ_CH}_{q.id}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_quiz_first_checked_answer_counts(remote, lang):
+    at = open_page(CHAPTER_PAGES[QUIZ_CH - 1], lang)
+    q = lessons.load_quiz(QUIZ_CH, lang)[0]
     wrong = (q.answer + 1) % len(q.choices)
-    at.radio(key=f"tk_quiz_2_{q.id}").set_value(wrong).run()
-    assert any(q.explanation in e.value for e in at.error)
+    assert at.button(key=f"tk_quiz_check_{QUIZ_CH}_{q.id}").disabled  # nothing picked yet
+    at.radio(key=f"tk_quiz_{QUIZ_CH}_{q.id}").set_value(wrong).run()
+    assert q.explanation not in texts(at), "the explanation shows before Check"
+    assert not at.button(key=f"tk_quiz_check_{QUIZ_CH}_{q.id}").disabled
+    at.button(key=f"tk_quiz_check_{QUIZ_CH}_{q.id}").click().run()
+    assert any(q.explanation in i.value for i in at.info)
+    assert any(lessons.t("quiz.wrong", lang) in e.value for e in at.error)
+    assert lessons.t("quiz.answer_is", lang, choice=q.choices[q.answer]) in texts(at)
+    radio = at.radio(key=f"tk_quiz_{QUIZ_CH}_{q.id}")
+    assert radio.disabled and radio.value == wrong
+    # a second try, even forced past the locked widgets, changes neither the record nor the score
+    check_quiz(at, q, q.answer)
+    assert at.radio(key=f"tk_quiz_{QUIZ_CH}_{q.id}").value == wrong
+    assert not any(lessons.t("quiz.correct", lang) in s.value for s in at.success)
+    assert any(lessons.t("quiz.wrong", lang) in e.value for e in at.error)
+    total = len(lessons.load_quiz(QUIZ_CH, lang))
+    assert quiz_score(at) == lessons.t("quiz.score", lang, correct=0, answered=1, total=total)
+    assert at.session_state["tk_quiz"][str(QUIZ_CH)][q.id] == {"choice": wrong, "correct": False}
+    # a right first try on the next question counts
+    q2 = lessons.load_quiz(QUIZ_CH, lang)[1]
+    check_quiz(at, q2, q2.answer)
+    assert quiz_score(at) == lessons.t("quiz.score", lang, correct=1, answered=2, total=total)
+    assert any(lessons.t("quiz.correct", lang) in s.value for s in at.success)
+    # reset clears the record and unlocks the questions
+    at.button(key=f"tk_quiz_reset_{QUIZ_CH}").click().run()
+    assert not at.exception
+    radio = at.radio(key=f"tk_quiz_{QUIZ_CH}_{q.id}")
+    assert radio.value is None and not radio.disabled
+    assert quiz_score(at) == lessons.t("quiz.score", lang, correct=0, answered=0, total=total)
+    assert q.explanation not in texts(at)
+    check_quiz(at, q, q.answer)
+    assert quiz_score(at) == lessons.t("quiz.score", lang, correct=1, answered=1, total=total)
+
+
+def shown_orders(at: AppTest, lang: str = "en") -> list[list[str]]:
+    return [at.radio(key=f"tk_quiz_{QUIZ_CH}_{q.id}").options for q in lessons.load_quiz(QUIZ_CH, lang)]
+
+
+def open_quiz_with_seed(seed: int) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.session_state["tk_quiz_seed"] = seed
+    switch_page(at, CHAPTER_PAGES[QUIZ_CH - 1]).run()
+    assert not at.exception
+    return at
+
+
+def expected_orders(seed: int) -> list[list[str]]:
+    return [
+        [q.choices[i] for i in lessons.shuffled_order(seed, q.id, len(q.choices))]
+        for q in lessons.load_quiz(QUIZ_CH, "en")
+    ]
+
+
+def test_quiz_order_is_shuffled_per_visit_and_stable(remote):
+    quiz = lessons.load_quiz(QUIZ_CH, "en")
+    at = open_quiz_with_seed(11)
+    shown = shown_orders(at)
+    assert shown == expected_orders(11)
+    assert shown != [list(q.choices) for q in quiz], "seed 11 keeps the bank's order"
+    check_quiz(at, quiz[0], quiz[0].answer)  # reruns (a check, a pick) keep the order
+    at.radio(key=f"tk_quiz_{QUIZ_CH}_{quiz[1].id}").set_value(0).run()
+    at.run()
+    assert shown_orders(at) == shown and at.session_state["tk_quiz_seed"] == 11
+    # another visit with another seed: another order
+    assert shown_orders(open_quiz_with_seed(12)) != shown
+    # a fresh visit draws its own seed and keeps it
+    fresh = open_page(CHAPTER_PAGES[QUIZ_CH - 1], "en")
+    seed = fresh.session_state["tk_quiz_seed"]
+    assert shown_orders(fresh) == expected_orders(seed)
+    fresh.run()
+    assert fresh.session_state["tk_quiz_seed"] == seed and shown_orders(fresh) == expected_orders(seed)
+
+
+QUIZ_BANK_WITH_WHY = {
+    "en": """
+[[question]]
+id = "why-1"
+kind = "scenario"
+prompt = "A step has no `model_version` line. Which version does the ensemble use?"
+choices = ["Version 0, which no repository has", "The latest loaded version", "Version 1", "Every version"]
+answer = 0
+why = ["WHY-EN-0 the default of an int64 field is 0.", "WHY-EN-1 tempting: -1 means latest, omitted does not.",
+       "WHY-EN-2 tempting: directories start at 1.", "WHY-EN-3 Triton never fans out over versions."]
+explanation = "EXPLAIN-EN model_version defaults to 0 and Triton takes it literally."
+
+[[question]]
+id = "why-2"
+kind = "recall"
+prompt = "Triton's default HTTP port?"
+choices = ["8000", "8001"]
+answer = 0
+why = ["WHY-EN-A HTTP.", "WHY-EN-B tempting: 8001 is gRPC."]
+explanation = "EXPLAIN-EN 8000 HTTP, 8001 gRPC, 8002 metrics."
+""",
+}
+QUIZ_BANK_WITH_WHY["zh"] = QUIZ_BANK_WITH_WHY["en"].replace("-EN", "-ZH")
+
+
+@pytest.fixture
+def bank_with_why(tmp_path, monkeypatch):
+    """Chapter 2's quiz read from a small bank with per-choice feedback (the real banks may lack it)."""
+    real = lessons.quiz_path
+
+    def quiz_path(chapter: int, lang: str):
+        if chapter != QUIZ_CH:
+            return real(chapter, lang)
+        path = tmp_path / lang / f"{chapter:02d}.toml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(QUIZ_BANK_WITH_WHY[lang], encoding="utf-8")
+        return path
+
+    lessons._load_quiz.cache_clear()
+    monkeypatch.setattr(lessons, "quiz_path", quiz_path)
+    yield
+    monkeypatch.undo()
+    lessons._load_quiz.cache_clear()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_quiz_feedback_for_the_chosen_choice(remote, bank_with_why, lang):
+    tag = lang.upper()
+    at = open_page(CHAPTER_PAGES[QUIZ_CH - 1], lang)
+    q1, q2 = lessons.load_quiz(QUIZ_CH, lang)
+    assert q1.why[2].startswith(f"WHY-{tag}-2") and q1.kind == "scenario"
+    assert f"WHY-{tag}" not in texts(at) and "EXPLAIN" not in texts(at)
+    check_quiz(at, q1, 2)
+    errors = [e.value for e in at.error]
+    assert any(q1.why[2] in e for e in errors), errors  # why this wrong choice is tempting
+    assert not any(q1.why[1] in e for e in errors)
+    assert any(q1.explanation in i.value for i in at.info)
+    (box,) = [x for x in at.expander if x.label == lessons.t("quiz.all_choices", lang)]
+    listing = "\n".join(m.value for m in box.markdown)  # every choice with its why
+    assert all(w in listing for w in q1.why)
+    assert f"WHY-{tag}-A" not in texts(at)  # q2 not checked yet
+    check_quiz(at, q2, q2.answer)
+    assert any(q2.why[0] in s.value for s in at.success)
 
 
 def test_python_demo_both_protocols(remote):

@@ -6,7 +6,8 @@ Files live in ``lessons/<lang>/`` at the repository root:
   (``title``, ``chapter``, ``summary``, ``live``), then Markdown. ``<!-- section: key -->``
   markers split the body so a page can place its live element between sections.
 - ``quiz/NN.toml``: ``[[question]]`` tables with ``id``, ``prompt``, ``choices``, ``answer``
-  (0-based) and ``explanation``.
+  (0-based) and ``explanation``; optionally ``why`` (one line of feedback per choice, in the
+  order of ``choices``) and ``kind`` (``"scenario"``: a rule to apply, or ``"recall"``).
 - ``ui.toml``: flat ``key = "text"`` strings (dotted tables allowed), ``str.format``
   placeholders.
 
@@ -15,6 +16,7 @@ This module never imports Streamlit; everything it loads is cached.
 
 from __future__ import annotations
 
+import random
 import re
 import string
 from dataclasses import dataclass, field
@@ -58,6 +60,11 @@ class Question:
     answer: int
     explanation: str
     chapter: int = 0
+    why: tuple[str, ...] = ()  # feedback per choice, same order as choices; () when the bank has none
+    kind: str = ""  # one of QUESTION_KINDS, or "" when the bank does not say
+
+
+QUESTION_KINDS = ("scenario", "recall")
 
 
 def normalize_lang(lang: str | None) -> str:
@@ -186,9 +193,17 @@ def _load_quiz(chapter: int, lang: str) -> tuple[Question, ...]:
                 answer=int(raw["answer"]),
                 explanation=str(raw["explanation"]),
                 chapter=chapter,
+                why=tuple(str(w) for w in raw.get("why", ())),
+                kind=str(raw.get("kind", "")),
             )
         except KeyError as exc:
             raise LessonError(f"{path}: question {n} lacks {exc.args[0]!r}") from exc
+        if q.why and len(q.why) != len(q.choices):
+            raise LessonError(
+                f"{path}: question {q.id!r}: why has {len(q.why)} entries for {len(q.choices)} choices"
+            )
+        if q.kind and q.kind not in QUESTION_KINDS:
+            raise LessonError(f"{path}: question {q.id!r}: kind {q.kind!r} is not one of {QUESTION_KINDS}")
         if q.id in seen:
             raise LessonError(f"{path}: question id {q.id!r} appears twice")
         if not 0 <= q.answer < len(q.choices):
@@ -204,6 +219,15 @@ def load_quiz(chapter: int, lang: str = DEFAULT_LANG) -> list[Question]:
 
 def check_answer(question: Question, choice: int | None) -> bool:
     return choice is not None and int(choice) == question.answer
+
+
+def shuffled_order(seed: int | str, question_id: str, n: int) -> tuple[int, ...]:
+    """The order to show a question's n choices in: a permutation of range(n), the same for the same
+    seed and question id (also across processes: a str seed is hashed with SHA-512, not hash()).
+    Indices stay those of the bank, so ``answer`` needs no remapping."""
+    order = list(range(n))
+    random.Random(f"{seed}:{question_id}").shuffle(order)
+    return tuple(order)
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -274,7 +298,11 @@ def t(key: str, lang: str | None = DEFAULT_LANG, **kwargs: Any) -> str:
 
 
 class QuizProgress:
-    """Answers given in one session, per chapter; plain data, so it serialises to JSON."""
+    """First checked answers of one session, per chapter; plain data, so it serialises to JSON.
+
+    Only the first check of a question counts: the score is "first-try correct", and a later check
+    with another choice changes nothing until the chapter is reset.
+    """
 
     def __init__(self, data: dict[str, dict[str, dict[str, Any]]] | None = None) -> None:
         self._answers: dict[str, dict[str, dict[str, Any]]] = {}
@@ -291,10 +319,15 @@ class QuizProgress:
         }
 
     def answer(self, question: Question, choice: int) -> bool:
-        """Check a choice against the question, record it, and say whether it was right."""
+        """Check a choice against the question and say whether it is right; record it only when it is
+        the question's first checked answer."""
         ok = check_answer(question, choice)
-        self.record(question.chapter, question.id, choice, ok)
+        if not self.checked(question.chapter, question.id):
+            self.record(question.chapter, question.id, choice, ok)
         return ok
+
+    def checked(self, chapter: int, question_id: str) -> bool:
+        return str(question_id) in self._answers.get(str(int(chapter)), {})
 
     def choice(self, chapter: int, question_id: str) -> int | None:
         entry = self._answers.get(str(int(chapter)), {}).get(str(question_id))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import streamlit as st
@@ -45,13 +46,66 @@ def render_lesson(
     render_quiz(chapter)
 
 
+QUIZ_STATE = "tk_quiz"  # QuizProgress.to_dict(): the first checked answer of each question
+QUIZ_SEED = "tk_quiz_seed"  # this visit's seed for the choice order
+
+
 def _progress() -> lessons.QuizProgress:
-    data = st.session_state.get("tk_quiz")
-    progress = lessons.QuizProgress.from_dict(data)
-    return progress
+    return lessons.QuizProgress.from_dict(st.session_state.get(QUIZ_STATE))
+
+
+def _seed() -> int:
+    """A seed per visit (session): each student sees the choices in an order of their own, stable across reruns."""
+    if QUIZ_SEED not in st.session_state:
+        st.session_state[QUIZ_SEED] = random.SystemRandom().randrange(2**32)
+    return st.session_state[QUIZ_SEED]
+
+
+def _radio_key(chapter: int, q: lessons.Question) -> str:
+    return f"tk_quiz_{chapter}_{q.id}"
+
+
+def _check(chapter: int, q: lessons.Question) -> None:
+    """The Check button's callback (runs before the page, so the radio is drawn locked at once)."""
+    choice = st.session_state.get(_radio_key(chapter, q))
+    if choice is None:
+        return
+    progress = _progress()
+    progress.answer(q, int(choice))  # records the first check only
+    st.session_state[QUIZ_STATE] = progress.to_dict()
+
+
+def _reset(chapter: int, questions: list[lessons.Question]) -> None:
+    """The reset button's callback: forget the chapter's checked answers and clear its radios."""
+    progress = _progress()
+    progress.reset(chapter)
+    st.session_state[QUIZ_STATE] = progress.to_dict()
+    for q in questions:
+        st.session_state.pop(_radio_key(chapter, q), None)
+
+
+def _feedback(q: lessons.Question, first: int, order: tuple[int, ...]) -> None:
+    """After checking: right or wrong, why the chosen choice is right or tempting, the key, the explanation."""
+    ok = lessons.check_answer(q, first)
+    why = q.why[first] if q.why else ""
+    if ok:
+        st.success(f"{t('quiz.correct')} {why}".strip(), icon="✅")
+    else:
+        st.error(f"{t('quiz.wrong')} {why}".strip(), icon="❌")
+        st.markdown(t("quiz.answer_is", choice=q.choices[q.answer]))
+    st.info(t("quiz.explained", text=q.explanation), icon="💡")
+    if q.why:
+        with st.expander(t("quiz.all_choices")):
+            st.markdown(
+                "\n".join(
+                    f"- {'✅' if i == q.answer else '❌'} {q.choices[i]}  \n  {q.why[i]}" for i in order
+                )
+            )
 
 
 def render_quiz(chapter: int) -> None:
+    """One radio per question in a shuffled order, a Check button; the first checked answer counts and
+    locks the question; feedback and explanation appear only after checking."""
     st.header(t("quiz.title"))
     try:
         questions = lessons.load_quiz(chapter, state.lang())
@@ -61,23 +115,33 @@ def render_quiz(chapter: int) -> None:
         st.info(t("quiz.none"))
         return
     progress = _progress()
+    seed = _seed()
     for n, q in enumerate(questions, start=1):
-        key = f"tk_quiz_{chapter}_{q.id}"
-        previous = progress.choice(chapter, q.id)
+        key = _radio_key(chapter, q)
+        order = lessons.shuffled_order(seed, q.id, len(q.choices))
+        first = progress.choice(chapter, q.id)
+        if first is not None:
+            st.session_state[key] = first  # locked: shows the first checked answer, even after a page switch
+        st.markdown(f"**{n}.** {q.prompt}")  # outside the radio: a locked radio greys its label
         choice = st.radio(
-            f"**{n}.** {q.prompt}",
-            options=list(range(len(q.choices))),
+            f"{n}. {q.prompt}",
+            options=list(order),
             format_func=lambda i, q=q: q.choices[i],
-            index=previous,
+            index=None,
             key=key,
+            disabled=first is not None,
+            label_visibility="collapsed",
         )
-        if choice is not None:
-            ok = progress.answer(q, choice)
-            if ok:
-                st.success(t("quiz.correct") + " " + q.explanation, icon="✅")
-            else:
-                st.error(t("quiz.wrong") + " " + q.explanation, icon="❌")
-    st.session_state["tk_quiz"] = progress.to_dict()
+        st.button(
+            t("quiz.check"),
+            key=f"tk_quiz_check_{chapter}_{q.id}",
+            on_click=_check,
+            args=(chapter, q),
+            disabled=first is not None or choice is None,
+            help=t("quiz.locked") if first is not None else None,
+        )
+        if first is not None:
+            _feedback(q, first, order)
     st.progress(
         progress.answered(chapter) / len(questions),
         text=t(
@@ -87,12 +151,8 @@ def render_quiz(chapter: int) -> None:
             total=len(questions),
         ),
     )
-    if progress.answered(chapter) and st.button(t("quiz.reset"), key=f"tk_quiz_reset_{chapter}"):
-        progress.reset(chapter)
-        st.session_state["tk_quiz"] = progress.to_dict()
-        for q in questions:
-            st.session_state.pop(f"tk_quiz_{chapter}_{q.id}", None)
-        st.rerun()
+    if progress.answered(chapter):
+        st.button(t("quiz.reset"), key=f"tk_quiz_reset_{chapter}", on_click=_reset, args=(chapter, questions))
 
 
 def page_link(path: str, key: str) -> None:
