@@ -71,8 +71,9 @@ def test_dot_has_nodes_edges_ranks_and_languages():
     assert '"in:IN" -> "a"' in dot and '"d" -> "out:OUT"' in dot
     assert '{ rank=same; "b"; "c"; }' in dot
     assert "FP32 [B,4]" in dot and "16 B" in dot
+    assert "level 3" in dot and "stage" not in dot  # a DAG column is a level (a cascade has tiers)
     zh = to_dot(dag, lang="zh")
-    assert "输入" in zh and "阶段" in zh
+    assert "输入" in zh and "第 3 层" in zh and "阶段" not in zh and "级" not in zh
 
 
 def test_dot_clusters_for_expanded_nesting_and_escaping():

@@ -1,9 +1,10 @@
 """Pictures of an ensemble DAG: DOT text for ``st.graphviz_chart`` and a plotly figure.
 
 Both renderings draw the same graph (:class:`triton_kitchen.ensemble.Dag`): ensemble inputs
-on the left, steps in columns by stage (steps of one stage stacked, they may run at the same
-time), ensemble outputs on the right; each edge is a tensor labelled with its name, type,
-shape and bytes per request.
+on the left, steps in columns by level (``DagStep.stage``: steps of one level stacked, they may
+run at the same time), ensemble outputs on the right; each edge is a tensor labelled with its
+name, type, shape and bytes per request.  People read "level" (zh 层) for a DAG column; "tier"
+(zh 级) is a cascade's, never the DAG's.
 
 The plotly layout is computed here, in Python (no Graphviz binary): longest-path layering by
 stage, dummy nodes on edges that skip stages, then barycenter sweeps to reduce crossings.
@@ -21,7 +22,7 @@ LABELS = {
     "en": {
         "input": "input",
         "output": "output",
-        "stage": "stage",
+        "level": "level {n}",
         "latest": "latest",
         "version": "v",
         "ensemble": "ensemble",
@@ -29,11 +30,16 @@ LABELS = {
         "never_runs": "never runs",
         "per_request": "per request",
         "batch": "batch",
+        "green": "green",
+        "blue": "blue",
+        "orange": "orange",
+        "purple": "purple",
+        "red": "red",
     },
     "zh": {
         "input": "输入",
         "output": "输出",
-        "stage": "阶段",
+        "level": "第 {n} 层",
         "latest": "最新",
         "version": "版本",
         "ensemble": "集成模型",
@@ -41,6 +47,11 @@ LABELS = {
         "never_runs": "不会运行",
         "per_request": "每个请求",
         "batch": "批",
+        "green": "绿色",
+        "blue": "蓝色",
+        "orange": "橙色",
+        "purple": "紫色",
+        "red": "红色",
     },
 }
 
@@ -53,6 +64,13 @@ COLORS = {
     "edge": "#8a8f98",
     "text": "#1f2937",
 }
+# what people call each node fill (captions say it; tests/test_problem_messages.py checks it against the hue)
+COLOR_NAMES = {"input": "green", "step": "blue", "output": "orange", "ensemble_step": "purple", "stuck": "red"}
+
+
+def colour_words(lang: str = "en") -> dict[str, str]:
+    """Node kind -> the colour word for a caption in ``lang``: {"input": "green", "step": "blue", ...}."""
+    return {kind: _t(lang, name) for kind, name in COLOR_NAMES.items()}
 
 
 def _t(lang: str, key: str) -> str:
@@ -88,7 +106,7 @@ def step_label(step, lang: str = "en") -> str:
     lines = [step.model if step.id == step.model else f"{step.model} ({step.id})"]
     bits = [version_text(step.version, lang)]
     if step.stage:
-        bits.append(f"{_t(lang, 'stage')} {step.stage}")
+        bits.append(_t(lang, "level").format(n=step.stage))
     else:
         bits.append(_t(lang, "never_runs"))
     lines.append(" · ".join(bits))
@@ -171,7 +189,7 @@ def _count_crossings(order: list[list[str]], adj: list[list[tuple[str, str]]]) -
 
 
 def compute_layout(dag: Dag, x_gap: float = 1.0, y_gap: float = 1.0, sweeps: int = 6) -> Layout:
-    """Layered, crossing-reduced positions (x grows with the stage; y centred per column)."""
+    """Layered, crossing-reduced positions (x grows with the level; y centred per column)."""
     layer = _node_layers(dag)
     nlayers = max(layer.values(), default=0) + 1
     order: list[list[str]] = [[] for _ in range(nlayers)]

@@ -4,9 +4,13 @@ The rules follow Triton 2.51's loader (``model_config_utils.cc``: ``ValidateMode
 ``ValidateEnsembleSchedulingConfig``; ``ensemble_utils.cc``: ``ValidateEnsembleConfig``;
 the repository manager's dependency checks) and were checked against the real server on the
 corpus in ``tests/corpus``.  Triton stops at its first error; :func:`validate_model` reports
-every problem it finds, each with a stable ``code``, an English ``message``, ``params`` for
-other languages, a best-effort ``line`` and, where known, Triton's own wording
-(``triton_message``).  Warnings explain things Triton accepts silently (a repeated map key,
+every problem it finds, each with a stable ``code``, an English ``message``, ``params`` (the
+facts, for programs), a best-effort ``line`` and, where known, Triton's own wording
+(``triton_message``).  The explanation itself comes from the ``[problem]`` string tables of
+``lessons/<lang>/ui.toml``: :meth:`Problem.text` renders it in another language (``message``
+is its English rendering, the ``check`` output).  Steps are counted from 1 in every
+explanation, as in the DAG and the lessons (``params`` keep 0-based indexes, Triton's own
+wording counts from 0).  Warnings explain things Triton accepts silently (a repeated map key,
 a shape that only matches without the batch dimension); they never change the verdict.
 
 Conventions (as in Triton): the key of ``input_map``/``output_map`` is the step model's
@@ -58,6 +62,81 @@ BACKEND_FILES = {
 
 
 @dataclass
+class Msg:
+    """An explanation not yet in words: a ``[problem]`` key of ``lessons/<lang>/ui.toml`` and its
+    arguments (strings, numbers, lists, or other :class:`Msg` rendered in the same language)."""
+
+    key: str
+    args: dict = field(default_factory=dict)
+
+    def render(self, lang: str = "en") -> str:
+        from triton_kitchen.lessons import t
+
+        return t("problem." + self.key, lang, **{k: _render_arg(v, lang) for k, v in self.args.items()})
+
+
+def _render_arg(value, lang: str):
+    if isinstance(value, Msg):
+        return value.render(lang)
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) if value else Msg("none").render(lang)
+    return value
+
+
+def _m(table_key: str, /, **args) -> Msg:
+    return Msg(table_key, args)
+
+
+def _step(i: int, model: str | None = None) -> Msg:
+    """Step ``i`` of the config's list (0-based) as people count it: "step 1 (preprocess)"."""
+    return _m("step", n=i + 1, model=model) if model else _m("step_bare", n=i + 1)
+
+
+_BAD_VALUE_KEYS = {"integer": "cfg_bad_integer", "float": "cfg_bad_float", "boolean": "cfg_bad_boolean",
+                   "enum": "cfg_bad_enum", "range": "cfg_out_of_range"}
+
+
+def config_error_msg(err: ConfigError) -> Msg:
+    """The explanation of a :class:`ConfigError` (a file protobuf cannot read) from its code and params.
+
+    config.py writes the English ``err.message``; when the table's English rendering is not that text
+    word for word, the message is shown as written (so the ``check`` output never changes here).
+    """
+    p, short = err.params, (lambda typ: str(typ).split(".")[-1])
+    msg = None
+    if err.code == "unknown_field":
+        hint = _m("did_you_mean_dq", hint=p["suggestion"]) if p.get("suggestion") else None
+        msg = _m("cfg_unknown_field", field=p.get("field"), type=short(p.get("type")), hint=hint)
+    elif err.code == "unknown_enum":
+        hint = _m("did_you_mean_dq", hint=p["suggestion"]) if p.get("suggestion") else None
+        msg = _m("cfg_unknown_enum", value=p.get("value"), type=short(p.get("type")), hint=hint)
+    elif err.code == "oneof_conflict":
+        a, b = p.get("field"), p.get("other")
+        if p.get("oneof") == "scheduling_choice":
+            extra = _m("cfg_oneof_ensemble") if "ensemble_scheduling" in (a, b) else None
+            msg = _m("cfg_oneof_scheduler", field=a, other=b, extra=extra)
+        else:
+            msg = _m("cfg_oneof", field=a, other=b, oneof=p.get("oneof"))
+    elif err.code == "duplicate_field":
+        msg = _m("cfg_duplicate_field", field=p.get("field"))
+    elif err.code == "bad_value" and p.get("kind") in _BAD_VALUE_KEYS:
+        msg = _m(_BAD_VALUE_KEYS[p["kind"]], value=p.get("value"))
+    elif err.code == "syntax" and p.get("expected"):
+        msg = _m("cfg_expected_end", expected=p["expected"])
+        if msg.render("en") != err.message:
+            msg = _m("cfg_expected_before", expected=p["expected"], token=repr(err.token))
+    elif err.code == "unreadable" and p.get("reason") == "encoding":
+        msg = _m("cfg_not_utf8")
+    elif err.code == "no_config":
+        msg = _m("cfg_no_config")
+    if msg is None or msg.render("en") != err.message:
+        msg = _m("cfg_syntax" if err.code == "syntax" else "cfg_other", text=err.message)
+    return msg
+
+
+@dataclass
 class Problem:
     """One finding.  ``severity`` is ``"error"`` (Triton would not load it) or ``"warning"``."""
 
@@ -69,17 +148,24 @@ class Problem:
     triton_message: str | None = None
     model: str | None = None
     path: str | None = None
+    msg: Msg | None = field(default=None, repr=False, compare=False)  # ``message`` before rendering
 
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
+
+    def text(self, lang: str = "en") -> str:
+        """The explanation in ``lang`` ("zh" or "en"); Triton's own wording stays in ``triton_message``."""
+        return self.msg.render(lang) if self.msg is not None else self.message
 
     def format(self, path: str | None = None) -> str:
         """``PATH:LINE: severity: message`` (the ``check`` output line)."""
         return f"{path or self.path or '<config>'}:{self.line or 1}: {self.severity}: {self.message}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("msg")
+        return d
 
 
 def has_errors(problems: list[Problem]) -> bool:
@@ -91,18 +177,20 @@ class _Collector:
         self.entry = entry
         self.items: list[Problem] = []
 
-    def add(self, severity, code, message, line=None, triton=None, **params) -> Problem:
+    def add(self, severity, code, message: Msg | str, line=None, triton=None, **params) -> Problem:
         if callable(line):  # positions are looked up only for problems actually reported
             line = line()
+        msg = message if isinstance(message, Msg) else None
         p = Problem(
             severity,
             code,
-            message,
+            msg.render("en") if msg is not None else message,
             params,
             line if line is not None else self.entry.line("name", 0, default=1),
             triton,
             self.entry.name,
             str(self.entry.config_path),
+            msg,
         )
         self.items.append(p)
         return p
@@ -183,18 +271,20 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
     try:
         data = p.read_bytes()
     except OSError as e:
-        return [Problem("error", "unreadable", f"cannot read: {e.strerror or e}", {}, 1, None, None, str(p))]
+        msg = _m("unreadable_file", reason=e.strerror or str(e))
+        return [Problem("error", "unreadable", msg.render("en"), {}, 1, None, None, str(p), msg)]
     try:
         cfg = parse_config(data, p)
     except ConfigError as e:
-        return [Problem("error", e.code, e.message, e.params, e.line or 1, e.triton_message, None, str(p))]
+        return [Problem("error", e.code, e.message, e.params, e.line or 1, e.triton_message, None, str(p),
+                        config_error_msg(e))]
     text = data.decode("utf-8", errors="replace")
     entry = ModelEntry(name=cfg.name or p.stem, path=p.parent, config_path=p, config=cfg, text=text,
                        locations=locate(text), standalone=True)
     c = _Collector(entry)
     _check_model(entry, c)
     if cfg.HasField("ensemble_scheduling"):
-        c.warning("no_repository", "not inside a model repository: the step models' configs were not checked",
+        c.warning("no_repository", _m("no_repository"),
                   line=entry.line("ensemble_scheduling", 0, default=1))
     return c.items
 
@@ -217,27 +307,29 @@ def _validate(name: str, repo: Repo, cache: dict, stack: tuple) -> list[Problem]
     cache[name] = []  # provisional (recursion guard)
     entry = repo[name]
     c = _Collector(entry)
-    _check_model(entry, c)
+    _check_model(entry, c, repo)
     if not has_errors(c.items) and entry.config is not None and entry.config.HasField("ensemble_scheduling"):
         _check_dependencies(entry, repo, c, cache, stack + (name,))
     cache[name] = c.items
     return c.items
 
 
-def _check_model(e: ModelEntry, c: _Collector) -> None:
-    """Rules Triton applies to a config on its own, in Triton's order (poll, then load)."""
+def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None:
+    """Rules Triton applies to a config on its own, in Triton's order (poll, then load).
+
+    ``repo`` (when known) only sharpens the explanations: the step models' tensor names."""
     if e.error is not None:
         err = e.error
         if err.code == "no_config":
             c.error(
                 "no_config",
-                f"model directory '{e.name}' has no config.pbtxt",
+                _m("no_config", model=e.name),
                 line=1,
                 triton=None,
                 model=e.name,
             )
         else:
-            c.error(err.code, err.message, line=err.line or 1, triton=err.triton_message, **err.params)
+            c.error(err.code, config_error_msg(err), line=err.line or 1, triton=err.triton_message, **err.params)
         return
     cfg = e.config
     name = e.config_name
@@ -247,7 +339,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
     if cfg.name and cfg.name != e.name and not e.standalone:
         c.error(
             "name_mismatch",
-            f"config name '{cfg.name}' differs from its directory '{e.name}'; Triton requires them equal",
+            _m("name_mismatch", name=cfg.name, directory=e.name),
             line=e.line("name", 0),
             triton=f"unexpected directory name '{e.name}' for model '{cfg.name}', directory name must equal model name",
             name=cfg.name,
@@ -271,8 +363,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
             if not backend:
                 c.error(
                     "no_backend",
-                    f"model '{name}' names no backend or platform, and no known model file "
-                    f"({', '.join(BACKEND_FILES)}) is in its version directory",
+                    _m("no_backend", model=name, files=list(BACKEND_FILES)),
                     triton=(
                         f"Invalid model name: Could not determine backend for model '{name}' with no backend in "
                         "model configuration. Expected model name of the form 'model.<backend_name>'."
@@ -283,7 +374,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
         elif not backend:
             c.error(
                 "unknown_platform",
-                f"model '{name}': unknown platform '{cfg.platform}' and no backend",
+                _m("unknown_platform", model=name, platform=cfg.platform),
                 line=e.line("platform", 0),
                 triton=f"unexpected platform type '{cfg.platform}' for {name}",
                 platform=cfg.platform,
@@ -292,7 +383,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
     if cfg.backend and is_ens:
         c.error(
             "ensemble_backend",
-            f"ensemble '{name}' sets backend '{cfg.backend}'; an ensemble has platform \"ensemble\" and no backend",
+            _m("ensemble_backend", model=name, backend=cfg.backend),
             line=e.line("backend", 0),
             triton=f"Ensemble model '{name}' must have platform type 'ensemble' and empty backend type",
             backend=cfg.backend,
@@ -301,7 +392,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
     if cfg.max_batch_size < 0:
         c.error(
             "negative_max_batch_size",
-            f"max_batch_size is {cfg.max_batch_size}; it must be 0 (no batching) or more",
+            _m("negative_max_batch_size", value=cfg.max_batch_size),
             line=e.line("max_batch_size", 0),
             triton=f"'max_batch_size' must be non-negative value for {name}",
             value=cfg.max_batch_size,
@@ -312,7 +403,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
             if size <= 0 or size > cfg.max_batch_size:
                 c.error(
                     "bad_preferred_batch_size",
-                    f"preferred_batch_size {size} must be between 1 and max_batch_size ({cfg.max_batch_size})",
+                    _m("bad_preferred_batch_size", size=size, max_batch_size=cfg.max_batch_size),
                     line=e.line("dynamic_batching", 0, "preferred_batch_size", i),
                     triton=(
                         f"dynamic batching preferred size must be positive for {name}"
@@ -325,12 +416,12 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
                 return
 
     if cfg.HasField("ensemble_scheduling"):
-        if not _check_ensemble_config(e, c):
+        if not _check_ensemble_config(e, c, repo):
             return
     elif is_ens:
         c.error(
             "ensemble_without_steps",
-            f"ensemble '{name}' has no ensemble_scheduling",
+            _m("ensemble_without_steps", model=name),
             line=e.line("platform", 0),
             triton=f"ensemble scheduling must be set for ensemble {name} whose platform is {ENSEMBLE_PLATFORM}",
         )
@@ -341,13 +432,15 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
     for kind in ("input", "output") if not is_ens else ():
         for i, io in enumerate(getattr(cfg, kind)):
             line = partial(e.line, kind, i)
-            label = f"{kind} {i}" if not io.name else f"{kind} '{io.name}'"
+            label = _m("io_unnamed", kind=_m("kind_" + kind), n=i + 1) if not io.name else _m(
+                "io_named", kind=_m("kind_" + kind), name=io.name)
             if not io.name:
-                c.error("io_no_name", f"{label} has no name", line=line, triton=f"model {kind} must specify 'name' for {name}")
+                c.error("io_no_name", _m("io_no_name", label=label), line=line,
+                        triton=f"model {kind} must specify 'name' for {name}")
             elif io.data_type == 0:
                 c.error(
                     "io_no_data_type",
-                    f"{label} has no data_type",
+                    _m("io_no_data_type", label=label),
                     line=line,
                     triton=f"model {kind} '{io.name}' must specify 'data_type' for {name}",
                     tensor=io.name,
@@ -355,7 +448,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
             elif len(io.dims) == 0:
                 c.error(
                     "io_no_dims",
-                    f"{label} has no dims (a scalar per request is dims: [ 1 ])",
+                    _m("io_no_dims", label=label),
                     line=line,
                     triton=f"model {kind} '{io.name}' must specify 'dims' for {name}",
                     tensor=io.name,
@@ -363,7 +456,7 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
             elif any(d < 1 and d != -1 for d in io.dims):
                 c.error(
                     "io_bad_dims",
-                    f"{label}: dims {_dims_str(io.dims)}; each dimension is >= 1, or -1 for any size",
+                    _m("io_bad_dims", label=label, dims=_dims_str(io.dims)),
                     line=partial(e.line, kind, i, "dims", 0),
                     triton=(
                         f"model {kind} '{io.name}' dimension must be integer >= 1, or -1 to indicate a "
@@ -379,13 +472,9 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
     served = e.served_versions
     if not served:
         if not e.versions:
-            msg = (
-                f"model '{name}' has no version directory; add an empty '1/'"
-                if is_ens
-                else f"model '{name}' has no version directory (e.g. '1/' with the model file)"
-            )
+            msg = _m("no_version_dir_ensemble" if is_ens else "no_version_dir", model=name)
         else:
-            msg = f"no version of '{name}' on disk ({', '.join(map(str, e.versions))}) matches its version_policy"
+            msg = _m("no_version_policy", model=name, versions=list(e.versions))
         c.error(
             "no_version",
             msg,
@@ -400,21 +489,21 @@ def _check_model(e: ModelEntry, c: _Collector) -> None:
             if fname not in e.files.get(v, []):
                 c.error(
                     "missing_model_file",
-                    f"version {v} of python model '{name}' has no {fname}",
+                    _m("missing_model_file", version=v, model=name, file=fname),
                     triton=None,
                     version=v,
                     file=fname,
                 )
 
 
-def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
+def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> bool:
     """ValidateEnsembleSchedulingConfig: the ensemble on its own, no step configs needed."""
     cfg = e.config
     name = e.config_name
     if cfg.platform != ENSEMBLE_PLATFORM:
         c.error(
             "scheduling_not_ensemble",
-            f"model '{name}' has ensemble_scheduling but its platform is '{cfg.platform}', not \"ensemble\"",
+            _m("scheduling_not_ensemble", model=name, platform=cfg.platform),
             line=e.line("ensemble_scheduling", 0),
             triton=f"ensemble scheduling cannot be set for model '{name}' whose platform is not {ENSEMBLE_PLATFORM}",
         )
@@ -429,7 +518,7 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
         if present:
             c.error(
                 "ensemble_forbidden_field",
-                f"ensemble '{name}' sets {fld}; an ensemble runs no model code itself, so {fld} belongs on its steps",
+                _m("ensemble_forbidden_field", model=name, field=fld),
                 line=e.line(fld, 0),
                 triton=triton,
                 field=fld,
@@ -441,7 +530,7 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
     if len(steps) == 0:
         c.error(
             "no_steps",
-            f"ensemble '{name}' has no step",
+            _m("no_steps", model=name),
             line=e.line("ensemble_scheduling", 0),
             triton=f"must specify 'step' for ensemble '{name}'",
         )
@@ -460,8 +549,8 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
                     kept = getattr(step, mp).get(key, val)
                     c.warning(
                         "repeated_map_key",
-                        f"step {i} ({step.model_name}): {mp} lists key '{key}' twice ('{seen[key][0]}' and "
-                        f"'{val}'); protobuf keeps only the last, '{kept}'",
+                        _m("repeated_map_key", step=_step(i, step.model_name), map=mp, map_key=key,
+                           first=seen[key][0], value=val, kept=kept),
                         line=e.line(*_step_path(i), mp, j),
                         step=i,
                         model=step.model_name,
@@ -482,7 +571,7 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
             if missing:
                 c.error(
                     "step_missing_field",
-                    f"step {i}{f' ({step.model_name})' if step.model_name else ''} has no {fld}",
+                    _m("step_missing_field", step=_step(i, step.model_name), field=fld),
                     line=sline,
                     triton=f"must specify '{fld}' in step {i} of ensemble '{name}'",
                     step=i,
@@ -495,11 +584,14 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
         for key, tensor in step.output_map.items():
             if tensor in written:
                 first = written[tensor]
-                same = first == i
-                where = "twice by this step" if same else f"by step {first} ({steps[first].model_name}) and step {i} ({step.model_name})"
+                if first == i:
+                    msg = _m("tensor_written_twice_same", tensor=tensor, step=_step(i, step.model_name))
+                else:
+                    msg = _m("tensor_written_twice", tensor=tensor, first=_step(first, steps[first].model_name),
+                             second=_step(i, step.model_name))
                 c.error(
                     "tensor_written_twice",
-                    f"ensemble tensor '{tensor}' is written {where}; each tensor has exactly one producer",
+                    msg,
                     line=_map_line(e, i, "output_map", key),
                     triton=f"ensemble tensor '{tensor}' can appear in an output map only once for ensemble '{name}' step {i}",
                     tensor=tensor,
@@ -514,7 +606,7 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector) -> bool:
             pass
     if not ok:
         return False
-    return _check_data_flow(e, c)
+    return _check_data_flow(e, c, repo)
 
 
 def _map_line(e: ModelEntry, i: int, mp: str, key: str) -> int | None:
@@ -681,7 +773,17 @@ def _cycle_order(comp: list[int], succ: dict[int, set[int]]) -> list[int]:
     return comp
 
 
-def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
+def _swap_makes_sense(step, key: str, repo: Repo | None) -> bool:
+    """Would swapping ``input_map { key: KEY value: ... }`` fix it?  Only when the key is not an input of
+    the step model but the value is; without the step model's config nothing is known, so no."""
+    sub = (repo or {}).get(step.model_name)
+    if sub is None or sub.config is None or key not in step.input_map:
+        return False
+    names = {io.name for io in sub.config.input}
+    return key not in names and step.input_map[key] in names
+
+
+def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> bool:
     cfg = e.config
     name = e.config_name
     steps = cfg.ensemble_scheduling.step
@@ -696,23 +798,19 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
             read_by[t].append(i)
 
     def label(i):
-        return f"{steps[i].model_name} (step {i})"
+        return _step(i, steps[i].model_name)
 
     # unused ensemble inputs
     for k, t in enumerate(ens_inputs):
         if t not in read_by and t not in producer:
-            as_key = [i for i, s in enumerate(steps) if t in s.input_map]
-            hint = ""
+            as_key = [i for i, s in enumerate(steps) if _swap_makes_sense(s, t, repo)]
+            hint = None
             if as_key:
                 i = as_key[0]
-                hint = (
-                    f"; step {label(i)} has '{t}' as an input_map key, but the key is the step model's input and "
-                    f"the value the ensemble tensor: is the map reversed? (input_map {{ key: "
-                    f"\"{steps[i].input_map[t]}\" value: \"{t}\" }})"
-                )
+                hint = _m("unused_input_reversed", step=label(i), tensor=t, value=steps[i].input_map[t])
             c.error(
                 "unused_input",
-                f"ensemble input '{t}' is not read by any step{hint}",
+                _m("unused_input", tensor=t, hint=hint),
                 line=e.line("input", k),
                 tensor=t,
                 reversed_in_step=as_key[0] if as_key else None,
@@ -726,11 +824,13 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
         for a, b in zip(order, order[1:] + order[:1], strict=True):
             ts = sorted(set(steps[a].output_map.values()) & set(steps[b].input_map.values()))
             via.append(ts[0] if ts else "?")
-        walk = " ".join(f"{label(a)} --{t}-->" for a, t in zip(order, via, strict=True)) + f" {label(order[0])}"
+        walk = label(order[0])
+        for a, t in reversed(list(zip(order, via, strict=True))):
+            walk = _m("cycle_hop", step=label(a), tensor=t, rest=walk)
         if len(order) == 1:
-            text = f"cycle: step {label(order[0])} reads '{via[0]}', its own output, so it waits for itself and never runs"
+            text = _m("cycle_self", step=label(order[0]), tensor=via[0])
         else:
-            text = f"cycle: {walk}; each of these steps waits for an output of another, so none of them ever runs"
+            text = _m("cycle", walk=walk)
         c.error(
             "cycle",
             text,
@@ -743,9 +843,13 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
     for t, readers in read_by.items():
         if t not in producer and t not in ens_inputs:
             for i in readers:
+                key = _key_of(steps[i].input_map, t)
+                hint = None
+                if _swap_makes_sense(steps[i], key, repo):
+                    hint = _m("unconnected_reversed", model=steps[i].model_name, tensor=t, map_key=key)
                 c.error(
                     "unconnected_tensor",
-                    f"step {label(i)} reads '{t}', which is neither an ensemble input nor written by any step",
+                    _m("unconnected_tensor", step=label(i), tensor=t, hint=hint),
                     line=_value_line(e, i, "input_map", t),
                     tensor=t,
                     step=i,
@@ -766,17 +870,17 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
     for k, t in enumerate(ens_outputs):
         if t not in producer:
             reader = read_by.get(t)
-            extra = f" (step {label(reader[0])} reads it as an input)" if reader else ""
+            extra = _m("output_read_by", step=label(reader[0])) if reader else None
             c.error(
                 "output_not_written",
-                f"ensemble output '{t}' is not written by any step{extra}",
+                _m("output_not_written", tensor=t, extra=extra),
                 line=e.line("output", k),
                 tensor=t,
             )
         elif t not in ready and producer[t] not in in_cycle and not has_errors(c.items[before:]):
             c.error(
                 "output_not_written",
-                f"ensemble output '{t}' is never written: step {label(producer[t])} cannot run",
+                _m("output_never_written", tensor=t, step=label(producer[t])),
                 line=e.line("output", k),
                 tensor=t,
             )
@@ -785,8 +889,7 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
         if t in ens_inputs:
             c.warning(
                 "writes_ensemble_input",
-                f"step {label(i)} writes '{t}', which is an ensemble input; Triton accepts the config, but the "
-                "client's tensor and the step's output would share one name",
+                _m("writes_ensemble_input", step=label(i), tensor=t),
                 line=_map_line(e, i, "output_map", _key_of(steps[i].output_map, t)),
                 tensor=t,
                 step=i,
@@ -798,14 +901,14 @@ def _check_data_flow(e: ModelEntry, c: _Collector) -> bool:
         if t not in read_by:
             c.error(
                 "unused_tensor",
-                f"step {label(i)} writes '{t}', but no step reads it and it is not an ensemble output",
+                _m("unused_tensor", step=label(i), tensor=t),
                 line=_map_line(e, i, "output_map", _key_of(steps[i].output_map, t)),
                 tensor=t,
                 step=i,
             )
     new = [p for p in c.items[before:] if p.is_error]
     if triton and not new:  # should not happen; keep Triton's verdict anyway
-        c.error("data_flow", triton, triton=triton)
+        c.error("data_flow", _m("data_flow", text=triton), triton=triton)
         new = [p for p in c.items[before:] if p.is_error]
     if triton and new:
         new[0].triton_message = triton
@@ -1038,8 +1141,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
             hint = _close(mname, list(repo))
             c.error(
                 "unknown_model",
-                f"step {i} uses model '{mname}', which is not in the repository"
-                + (f" (did you mean '{hint}'?)" if hint else ""),
+                _m("unknown_model", step=_step(i), model=mname, hint=_m("did_you_mean", hint=hint) if hint else None),
                 line=line,
                 triton=missing_msg,
                 step=i,
@@ -1051,7 +1153,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
             cyc = list(stack[stack.index(mname):]) + [mname]
             c.error(
                 "ensemble_cycle",
-                f"ensembles contain each other: {' -> '.join(cyc)}",
+                _m("ensemble_cycle", chain=" -> ".join(cyc)),
                 line=line,
                 triton=f"circular dependency between ensembles: {mname} -> ... -> {name} -> {mname}",
                 chain=cyc,
@@ -1083,7 +1185,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
                 )
             c.error(
                 "step_model_invalid",
-                f"step {i} uses model '{mname}', which does not load: {first.message}",
+                _m("step_model_invalid", step=_step(i), model=mname, reason=first.msg or first.message),
                 line=line,
                 triton=triton,
                 step=i,
@@ -1107,8 +1209,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         if v == 0 and omitted:
             c.error(
                 "version_omitted",
-                f"step {i} ({s.model_name}) has no model_version, which means version 0, not the latest; "
-                f"'{s.model_name}' serves {_versions(served)}. Write model_version: -1 for the latest",
+                _m("version_omitted", step=_step(i, s.model_name), model=s.model_name, served=list(served)),
                 line=e.line(*_step_path(i)),
                 triton=triton,
                 step=i,
@@ -1118,8 +1219,8 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         else:
             c.error(
                 "version_not_available",
-                f"step {i} asks for version {v} of '{s.model_name}', which serves {_versions(served)}"
-                + (f" (on disk: {_versions(sub.versions)}; see its version_policy)" if sub.versions != served else ""),
+                _m("version_not_available", step=_step(i), version=v, model=s.model_name, served=list(served),
+                   disk=_m("version_on_disk", versions=list(sub.versions)) if sub.versions != served else None),
                 line=e.line(*_step_path(i), "model_version", 0),
                 triton=triton,
                 step=i,
@@ -1142,9 +1243,8 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         bat, non = (old, new) if old.batching else (new, old)
         c.warning(
             "implicit_batch_dim",
-            f"tensor '{tensor}': {bat.model} batches ({_dims_str(bat.full)} with the batch dimension) while "
-            f"{non.model} does not ({_dims_str(non.full)}); Triton accepts this config, but at run time the shapes "
-            "differ by the batch dimension",
+            _m("implicit_batch_dim", tensor=tensor, batched=bat.model, batched_shape=_dims_str(bat.full),
+               unbatched=non.model, unbatched_shape=_dims_str(non.full)),
             line=_map_line(e, i, mp, key),
             tensor=tensor,
             step=i,
@@ -1160,8 +1260,8 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         if scfg.max_batch_size != 0 and scfg.max_batch_size < cfg.max_batch_size:
             c.error(
                 "max_batch_size_too_small",
-                f"step {i} ({s.model_name}) allows batches up to {scfg.max_batch_size}, below the ensemble's "
-                f"max_batch_size {cfg.max_batch_size}",
+                _m("max_batch_size_too_small", step=_step(i, s.model_name), step_max_batch_size=scfg.max_batch_size,
+                   max_batch_size=cfg.max_batch_size),
                 line=e.line(*_step_path(i)),
                 triton=(
                     f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it contains model "
@@ -1204,9 +1304,8 @@ def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
                 if not _compare_dims(d1, d2) and not _compare_dims(f1, f2):
                     c.warning(
                         "hidden_shape_mismatch",
-                        f"tensor '{tensor}': {m1} (step {i}) uses {_dims_str(f1)} and {m2} (step {j}) uses "
-                        f"{_dims_str(f2)}; Triton accepts the config because each matches the first declaration "
-                        "(a -1 wildcard), but both cannot be right at run time",
+                        _m("hidden_shape_mismatch", tensor=tensor, first=_step(i, m1), first_shape=_dims_str(f1),
+                           second=_step(j, m2), second_shape=_dims_str(f2)),
                         line=e.line(*_step_path(j)),
                         tensor=tensor,
                         first_step=i,
@@ -1229,10 +1328,6 @@ _POLL_CODES = {
 }
 
 
-def _versions(vs) -> str:
-    return ", ".join(map(str, vs)) if vs else "none"
-
-
 def _close(word: str, choices: list[str]) -> str | None:
     import difflib
 
@@ -1240,50 +1335,37 @@ def _close(word: str, choices: list[str]) -> str | None:
     return best[0] if best else None
 
 
-def _explain(code: str, i: int, model: str, p: dict, ens: str) -> str:
-    who = f"step {i} ({model})"
+def _explain(code: str, i: int, model: str, p: dict, ens: str) -> Msg:
+    who = _step(i, model)
     if code == "dtype_mismatch":
-        return (
-            f"tensor '{p['tensor']}': {p['first_model']} has {p['first_type']} but {p['second_model']} has "
-            f"{p['second_type']} ({who})"
-        )
+        return _m("dtype_mismatch", tensor=p["tensor"], first_model=p["first_model"], first_type=p["first_type"],
+                  second_model=p["second_model"], second_type=p["second_type"], step=who)
     if code == "shape_mismatch":
-        none = ""
+        none = None
         for key, model in (("first_shape", "first_model"), ("second_shape", "second_model")):
             if not [d for d in p[key]] or p[key] == [-1] and p[model] == ens:
-                none = f"; {p[model]} declares no dims for '{p['tensor']}'"
-        return (
-            f"tensor '{p['tensor']}': shape {_dims_str(p['first_shape'])} from {p['first_model']} does not match "
-            f"{_dims_str(p['second_shape'])} from {p['second_model']} ({who}; -1 matches any size, the leading -1 "
-            f"is the batch dimension of a batching model){none}"
-        )
-    if code == "map_to_missing_input":
-        hint = _close(p["key"], p["inputs"])
-        rev = f"; the key is the step model's input name (inputs: {', '.join(p['inputs']) or 'none'})"
-        if p["tensor"] in p["inputs"]:
-            rev = f"; input_map is reversed: write {{ key: \"{p['tensor']}\" value: \"{p['key']}\" }}"
+                none = _m("shape_no_dims", model=p[model], tensor=p["tensor"])
+        return _m("shape_mismatch", tensor=p["tensor"], first_shape=_dims_str(p["first_shape"]),
+                  first_model=p["first_model"], second_shape=_dims_str(p["second_shape"]),
+                  second_model=p["second_model"], step=who, none=none)
+    if code in ("map_to_missing_input", "map_from_missing_output"):
+        kind = "input" if code == "map_to_missing_input" else "output"
+        names = p[kind + "s"]
+        hint = _close(p["key"], names)
+        rev = _m(f"map_key_is_{kind}_name", names=list(names))
+        if p["tensor"] in names:  # the value is the step model's tensor: swapping key and value fixes it
+            rev = _m(f"map_{kind}_reversed", tensor=p["tensor"], map_key=p["key"])
         elif hint:
-            rev = f" (did you mean '{hint}'?)"
-        return f"{who}: input_map key '{p['key']}' is not an input of {model}{rev}"
-    if code == "map_from_missing_output":
-        hint = _close(p["key"], p["outputs"])
-        rev = f"; the key is the step model's output name (outputs: {', '.join(p['outputs']) or 'none'})"
-        if p["tensor"] in p["outputs"]:
-            rev = f"; output_map is reversed: write {{ key: \"{p['tensor']}\" value: \"{p['key']}\" }}"
-        elif hint:
-            rev = f" (did you mean '{hint}'?)"
-        return f"{who}: output_map key '{p['key']}' is not an output of {model}{rev}"
+            rev = _m("did_you_mean", hint=hint)
+        return _m(code, step=who, map_key=p["key"], model=model, hint=rev)
     if code == "unmapped_input":
-        return f"{who}: input '{p['input']}' of {model} is not mapped to any ensemble tensor in input_map"
-    return f"{who}: {code}"
+        return _m("unmapped_input", step=who, input=p["input"], model=model)
+    return _m("unexplained", step=who, code=code)
 
 
-def _decoupled_message(e: ModelEntry, repo: Repo) -> str:
+def _decoupled_message(e: ModelEntry, repo: Repo) -> Msg:
     names = sorted({s.model_name for s in e.config.ensemble_scheduling.step if _is_decoupled(s.model_name, repo)})
-    return (
-        f"a step receives inputs that come from different decoupled models ({', '.join(names)}); "
-        "Triton cannot match their streams of responses"
-    )
+    return _m("decoupled_fan_in", models=names)
 
 
 # ---------------------------------------------------------------------------------------------

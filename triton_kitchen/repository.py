@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -259,8 +260,6 @@ def parse_uploaded_configs(files: list[tuple[str, bytes]]) -> list[ModelEntry]:
 
 
 def _line_of(message: str) -> int | None:
-    import re
-
     found = re.search(r"(?:^|\D)(\d+):(\d+) ?:", message)
     return int(found.group(1)) if found else None
 
@@ -351,7 +350,7 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
 @dataclass
 class Problem:
     severity: str  # "error" | "warning"
-    message: str
+    message: str  # the explanation, in the language asked for
     line: int | None = None
     code: str = ""
     triton: str | None = None  # Triton's own wording, where known
@@ -371,8 +370,23 @@ class EnsembleCheck:
         return self.config is not None and not any(p.severity == "error" for p in self.problems)
 
 
-def _problem(p) -> Problem:
-    return Problem(p.severity, p.message, p.line, p.code, p.triton_message)
+_TRITON_STEP_INDEX = re.compile(r"\bstep \d+\b")
+
+
+def _problem(p, lang: str) -> Problem:
+    """ensemble.Problem -> the app's, explained in ``lang``; Triton's words stay as Triton wrote them.
+
+    The explanation counts steps from 1, Triton's own message from 0: when Triton's names a step, say so."""
+    text = p.text(lang)
+    if p.triton_message and _TRITON_STEP_INDEX.search(p.triton_message) and p.params.get("step") is not None:
+        text += _msg("triton_counts_from_0", lang)
+    return Problem(p.severity, text, p.line, p.code, p.triton_message)
+
+
+def _msg(key: str, lang: str, **args) -> str:
+    from triton_kitchen.ensemble import Msg
+
+    return Msg(key, args).render(lang)
 
 
 def check_ensemble_text(
@@ -381,13 +395,14 @@ def check_ensemble_text(
     """Check an edited config of model ``name`` as if it replaced that model's file in ``repo``.
 
     Triton's rules (triton_kitchen.ensemble) against the real step models; nothing is written or loaded.
+    The explanations are in ``lang`` (the ``[problem]`` tables of lessons/<lang>/ui.toml).
     """
     from triton_kitchen import config as cfgmod
     from triton_kitchen import diagram, ensemble
 
     if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
         return EnsembleCheck(
-            None, [Problem("error", f"over {MAX_CONFIG_BYTES} bytes", None, "config_too_large")]
+            None, [Problem("error", _msg("config_too_large", lang, limit=MAX_CONFIG_BYTES), None, "config_too_large")]
         )
     models = cfgmod.load_repository(repo)
     base = models.get(name)
@@ -395,7 +410,8 @@ def check_ensemble_text(
     try:
         cfg = cfgmod.parse_config(text, path=f"{name}/config.pbtxt")
     except cfgmod.ConfigError as exc:
-        return EnsembleCheck(None, [Problem("error", exc.message, exc.line, exc.code, exc.triton_message)])
+        text = ensemble.config_error_msg(exc).render(lang)
+        return EnsembleCheck(None, [Problem("error", text, exc.line, exc.code, exc.triton_message)])
     entry = cfgmod.ModelEntry(
         name=name,
         path=base.path if base else folder,
@@ -407,13 +423,13 @@ def check_ensemble_text(
         files=dict(base.files) if base else {1: []},
     )
     models[name] = entry
-    check = EnsembleCheck(cfg, [_problem(p) for p in ensemble.validate_model(name, models)])
+    check = EnsembleCheck(cfg, [_problem(p, lang) for p in ensemble.validate_model(name, models)])
     if entry.is_ensemble:
         try:
             check.dag = ensemble.build_dag(name, models, validate=False)
             check.dot = diagram.to_dot(check.dag, lang=lang)
         except (cfgmod.ConfigError, KeyError, ValueError) as exc:  # a graph too broken to draw
-            check.problems.append(Problem("warning", f"cannot draw the graph: {exc}"))
+            check.problems.append(Problem("warning", _msg("cannot_draw", lang, error=exc)))
     return check
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import mistakes
+from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
 from ui import state
 from ui.lesson import render_lesson
@@ -54,7 +54,7 @@ def editor() -> None:
                 st.caption(t("live.triton_said", message=p.triton))
         if check.dot:
             st.graphviz_chart(check.dot, width="stretch")
-            st.caption(t("ch2.dag_caption"))
+            st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
         if check.config is not None and check.config.ensemble_scheduling.step:
             with st.expander(t("ch2.steps_table")):
                 st.dataframe(
