@@ -199,3 +199,74 @@ def test_editor_error_in_browser(app_url, browser):
     assert_no_exception(page, "ch2 invalid")
     shoot(page, "ch2_invalid_en")
     page.close()
+
+
+# Chinese as Chromium renders it: a soft line break between two Chinese characters shows as a space,
+# and `**` next to Chinese punctuation can stay literal (CommonMark's flanking rules).
+_IDEOGRAPHS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_FULL_WIDTH = "\u3001-\u303f\uff01-\uffef"  # 。、「」 and ，：（）！？, which carry their own spacing
+# `**`, or a `*` touching Chinese text: an emphasis delimiter CommonMark left literal
+_LITERAL_EMPHASIS = f"(?<=[{_IDEOGRAPHS}{_FULL_WIDTH}])\\*+|\\*\\*+|\\*+(?=[{_IDEOGRAPHS}{_FULL_WIDTH}])"
+# a space between two Chinese characters or beside a full-width mark: the lessons never mean one. Curly
+# quotes and dashes serve English too, and the lessons put a space beside them around English words on
+# purpose (`或 “unused”`): they are not in the check.
+_STRAY_SPACE = (
+    f"[{_IDEOGRAPHS}][ \u00a0]+[{_IDEOGRAPHS}]|[{_FULL_WIDTH}][ \u00a0]+\\S|\\S[ \u00a0]+[{_FULL_WIDTH}]"
+)
+_RENDERED_TEXT_JS = """() => {
+  // the main block and the sidebar as rendered, with every code element (and chart) masked, closed
+  // expanders opened and hidden tabs shown; laid out off screen so innerText applies the page's CSS
+  const parts = [];
+  for (const sel of ['[data-testid="stMain"]', '[data-testid="stSidebar"]']) {
+    const root = document.querySelector(sel);
+    if (!root) continue;
+    const clone = root.cloneNode(true);
+    clone.querySelectorAll('details').forEach(d => d.setAttribute('open', ''));
+    clone.querySelectorAll('[hidden]').forEach(e => e.removeAttribute('hidden'));
+    clone.querySelectorAll('pre, code, svg, canvas, textarea, script, style, .js-plotly-plot')
+      .forEach(e => e.replaceWith(document.createTextNode('\u27e6code\u27e7')));
+    clone.style.position = 'absolute';
+    clone.style.left = '-30000px';
+    clone.style.top = '0';
+    clone.style.width = root.clientWidth + 'px';
+    document.body.appendChild(clone);
+    parts.push(clone.innerText);
+    clone.remove();
+  }
+  return parts.join('\\n');
+}"""
+
+
+def cjk_rendering_defects(text: str) -> list[str]:
+    """Each emphasis marker left literal and each stray space in Chinese text, with a little context."""
+    import re  # appended to a file other tests share: its imports stay as they are
+
+    found = [f"**: {text[max(m.start() - 12, 0) : m.end() + 12]!r}" for m in re.finditer(_LITERAL_EMPHASIS, text)]
+    found += [f"space: {text[max(m.start() - 8, 0) : m.end() + 8]!r}" for m in re.finditer(_STRAY_SPACE, text)]
+    return found
+
+
+def test_zh_pages_render_chinese_right(app_url, browser):
+    """Every zh chapter and the welcome page, as Chromium renders them (main block and sidebar, code masked):
+    no emphasis marker left literal, no space between two Chinese characters or beside a full-width mark."""
+    assert len(cjk_rendering_defects("中 文。 中**")) == 3  # the check itself
+    assert not cjk_rendering_defects("用 Triton 跑 `ensemble`：⟦code⟧ 或 “unused”。Access-Control-* 头")
+    defects: dict[str, list[str]] = {}
+    for slug in CHAPTERS:
+        name = f"{slug or 'home'}_zh_text"
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{app_url}/{slug}?lang=zh", wait_until="domcontentloaded")
+        wait_until_done(page)
+        assert_no_exception(page, name)
+        text = page.evaluate(_RENDERED_TEXT_JS)
+        title = page.locator("h1").first.inner_text()
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in title), f"{name}: not in Chinese: {title!r}"
+        if slug == "ch3":
+            shoot(page, "ch3_zh_text")  # the bold of "ensemble 不能根据数据分支" is for a person to look at
+        page.close()
+        found = cjk_rendering_defects(text)
+        if found:
+            defects[f"/{slug}"] = found
+    count = sum(len(v) for v in defects.values())
+    print(f"zh rendering defects: {count}", json.dumps(defects, ensure_ascii=False, indent=1))
+    assert not defects, f"zh rendering defects: {count}\n" + json.dumps(defects, ensure_ascii=False, indent=1)

@@ -26,8 +26,11 @@ from typing import Any
 
 import tomllib
 
+from triton_kitchen import cjk
+
 LANGS = ("zh", "en")
 DEFAULT_LANG = "zh"
+CJK_LANGS = ("zh",)  # their lessons, quizzes and UI strings go through cjk.normalize when loaded
 CHAPTERS = tuple(range(1, 9))
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
 
@@ -145,6 +148,8 @@ def load_lesson(chapter: int, lang: str = DEFAULT_LANG) -> Lesson:
         raise LessonError(f"{path}: chapter is not a number: {meta['chapter']!r}") from exc
     if declared != chapter:
         raise LessonError(f"{path}: front matter says chapter {declared}, file name says {chapter}")
+    if lang in CJK_LANGS:  # no stray spaces, bold that renders (triton_kitchen.cjk)
+        meta, body = {k: cjk.normalize(v) for k, v in meta.items()}, cjk.normalize(body)
     return Lesson(
         chapter=chapter,
         title=meta["title"],
@@ -182,6 +187,8 @@ def _read_toml(path: Path, what: str) -> dict:
 def _load_quiz(chapter: int, lang: str) -> tuple[Question, ...]:
     path = quiz_path(chapter, lang)
     data = _read_toml(path, "quiz bank")
+    if lang in CJK_LANGS:
+        data = cjk.normalize_tree(data)
     questions = []
     seen = set()
     for n, raw in enumerate(data.get("question", []), start=1):
@@ -245,6 +252,8 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
 def _ui_table(lang: str) -> tuple[tuple[str, str], ...]:
     path = LESSONS_DIR / _check_lang(lang) / "ui.toml"
     data = _read_toml(path, "UI string table")
+    if lang in CJK_LANGS:
+        data = cjk.normalize_tree(data, template=True)
     return tuple(_flatten(data).items())
 
 
