@@ -62,11 +62,14 @@ def home() -> None:
 st.set_page_config(page_title="Triton Kitchen", page_icon="🍳", layout="wide")
 state.sync_query_params()
 t = state.t
-welcome = st.Page(home, title=t("page.home"), icon="🍳", url_path="home", default=True)
+welcome = st.Page(home, title=t("page.home"), icon="🍳", url_path="", default=True)  # served at /
+# /home shows the same page (a link or a habit may use it; Streamlit would answer "Page not found")
+home_alias = st.Page(home, title=t("page.home"), icon="🍳", url_path="home", visibility="hidden")
 sections = {t("nav.lessons"): [welcome, *_pages(CHAPTERS, t, only_existing=False)]}
 labs = _pages(LABS, t, only_existing=True)
 if labs:
     sections[t("nav.labs")] = labs
+sections[t("nav.lessons")].append(home_alias)
 page = st.navigation(sections)
 render_sidebar()
 page.run()

@@ -119,7 +119,7 @@ def test_classify_sample_photo(remote):
     assert bars, "no top-5 bar chart"
     labels = bars[0]["data"][0]["y"]
     assert len(labels) == 5 and labels[-1] == "espresso"  # the chart lists the top class last (at the top)
-    assert any("ms" in c.value and "GRPC" in c.value for c in at.caption)
+    assert any("ms" in c.value and "gRPC" in c.value for c in at.caption)  # gRPC, not "GRPC"
 
 
 def test_cascades_compare(remote):

@@ -31,6 +31,7 @@ MAX_INSTANCES = 4
 MAX_QUEUE_DELAY_US = 100_000
 LOAD_TIMEOUT_S = 180.0
 SETTLE_S = 0.5
+WARMUP_S = 1.0  # each setting's warm-up; its executions are left out of the histogram
 
 # What a page may change, and on which models (security: nothing else of a config can be overridden,
 # and the override never carries files, so no page can load a Python backend or upload code).
@@ -54,7 +55,9 @@ class BatchingError(RuntimeError):
 class BatchingSettings:
     enabled: bool = True
     max_queue_delay_us: int = 2000
-    preferred_batch_sizes: list[int] = field(default_factory=lambda: [4, 8])
+    # none by default: Triton's guidance is to start from ``dynamic_batching { }`` and raise the delay
+    # (model_configuration.md, "Preferred batch sizes should not be used for most models")
+    preferred_batch_sizes: list[int] = field(default_factory=list)
     instance_count: int = 1
 
     def label(self) -> str:
@@ -225,12 +228,18 @@ class ExperimentResult:
     latency_ms: dict[str, float | None]
     requests: int
     errors: int
-    batch_histogram: dict[int, int]  # batch size -> executions, during the run (warm-up included)
+    batch_histogram: dict[int, int]  # batch size -> executions inside the measured window (warm-up excluded)
     error_messages: list[str] = field(default_factory=list)
 
     @property
     def executions(self) -> int:
         return sum(self.batch_histogram.values())
+
+    @property
+    def images(self) -> int:
+        """Requests Triton executed inside the window (sum of batch size x executions): comparable with
+        ``requests``, up to the few in flight at the window's two edges."""
+        return sum(k * v for k, v in self.batch_histogram.items())
 
     @property
     def mean_batch_size(self) -> float | None:
@@ -240,7 +249,8 @@ class ExperimentResult:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["batch_histogram"] = {str(k): v for k, v in self.batch_histogram.items()}
-        d.update(executions=self.executions, mean_batch_size=self.mean_batch_size, label=self.settings.label())
+        d.update(executions=self.executions, images=self.images, mean_batch_size=self.mean_batch_size,
+                 label=self.settings.label())
         return d
 
 
@@ -253,10 +263,34 @@ def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, con
              protocol: str, stop, progress, model: str) -> ExperimentResult:
     load_model(endpoint, model, config_override(original, settings))
     time.sleep(SETTLE_S)  # the replaced instance shuts down in the background: let it go first
-    before = batch_stats(endpoint, model)
-    r = run_bench(endpoint, model, protocol, concurrency, duration_s, inputs=classifier_inputs(),
-                  output_names=["logits"], warmup_s=1.0, count_wire=False, stop=stop, progress=progress)
-    after = batch_stats(endpoint, model)
+    # The histogram covers the same window as the bench's counts: statistics read when the warm-up ends
+    # and when the measuring ends (timers, as run_bench times its window), not around the whole call.
+    snaps: dict[str, dict[int, int]] = {}
+
+    def snapshot(name: str) -> None:
+        try:
+            snaps[name] = batch_stats(endpoint, model)
+        except ProtocolError:
+            pass  # the fallbacks below
+
+    at_call = batch_stats(endpoint, model)
+    timers = [threading.Timer(at, snapshot, (name,))
+              for name, at in (("start", WARMUP_S), ("end", WARMUP_S + duration_s))]
+    for timer in timers:
+        timer.daemon = True
+        timer.start()
+    try:
+        r = run_bench(endpoint, model, protocol, concurrency, duration_s, inputs=classifier_inputs(),
+                      output_names=["logits"], warmup_s=WARMUP_S, count_wire=False, stop=stop, progress=progress)
+    finally:
+        for timer in timers:
+            timer.cancel()
+            timer.join(5.0)  # a snapshot being read right now
+    after = snaps["end"] if "end" in snaps else batch_stats(endpoint, model)  # stopped early: it ended now
+    if "start" in snaps:
+        before = snaps["start"]
+    else:  # stopped during the warm-up (nothing measured), or the read failed (warm-up counted)
+        before = at_call if "end" in snaps else after
     return ExperimentResult(settings, concurrency, r.throughput_rps, r.latency_ms, r.requests, r.errors,
                             stats_delta(before, after), r.error_messages)
 

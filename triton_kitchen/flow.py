@@ -44,16 +44,16 @@ STATE_COLORS = {
     "handoff": "#a9dfbf",
     "done": "#5b8def",
 }
-PHASE_COLORS = {
+PHASE_COLORS = {  # one colour per legend entry (two legs in one grey could not be told apart)
     "queue": "#f39c12",
     "compute_input": "#76b7e5",
     "infer": "#27ae60",
     "compute_output": "#9b59b6",
     "client_send": "#7f8c8d",
     "http_recv": "#34495e",
-    "grpc_send": "#34495e",
-    "http_send": "#34495e",
-    "client_receive": "#7f8c8d",
+    "grpc_send": "#a0522d",
+    "http_send": "#a0522d",  # never in one trace with grpc_send
+    "client_receive": "#e377c2",
 }
 
 
@@ -523,7 +523,7 @@ def caption(run: FlowRun, fr: Frame, hop_list: list[Hop], lang: str) -> str:
     if not parts:
         root = tl.root.timestamps
         if fr.t_ns < tl.root.start_ns:
-            parts.append(_t("lab_flow.cap_sending", lang, proto=(tl.protocol or "?").upper()))
+            parts.append(_t("lab_flow.cap_sending", lang, proto=_protocol_name(tl.protocol, lang)))
         elif fr.t_ns >= root.get(trace.INFER_RESPONSE_COMPLETE, tl.root.end_ns):
             parts.append(_t("lab_flow.cap_done", lang, outputs=", ".join(run.dag.outputs)))
         else:
@@ -538,6 +538,12 @@ def _source_label(run: FlowRun, lang: str) -> str:
     return _t(f"lab_flow.source_{run.source}", lang)
 
 
+def _protocol_name(protocol: str | None, lang: str) -> str:
+    """ "grpc" -> "gRPC", "http" -> "HTTP" (the UI strings' [protocol] table)."""
+    name = _t(f"protocol.{protocol or '?'}", lang)
+    return name if not name.startswith("protocol.") else (protocol or "?")
+
+
 def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: int = 120, height: int = 520):
     """The request as a plotly animation on the DAG: steps change colour, tensors travel the edges."""
     import plotly.graph_objects as go
@@ -548,7 +554,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
     edge_keys = [e for e in run.dag.edges() if e in paths]
     xs_all = [p[0] for p in nodes.values()]
     ys_all = [p[1] for p in nodes.values()]
-    x0, x1 = min(xs_all) - 0.6, max(xs_all) + 0.6
+    x0, x1 = min(xs_all) - 0.9, max(xs_all) + 0.9  # room for a tensor's label at the first/last node
     y0, y1 = min(ys_all) - 0.9, max(ys_all) + 1.0
 
     ex, ey = [], []
@@ -600,6 +606,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
             },
             text=labels,
             textposition="top center",
+            cliponaxis=False,
             hoverinfo="text",
             showlegend=False,
         )
@@ -630,6 +637,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
             text=labels,
             textposition="top center",
             textfont={"size": 11, "color": "#7b241c"},
+            cliponaxis=False,  # the last frame's label ("top5_scores [1,5] 20 B") sits at the edge
             hoverinfo="text",
             showlegend=False,
         )
@@ -641,6 +649,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
             mode="text",
             text=[fr.caption],
             textfont={"size": 14, "color": "#1b2631"},
+            cliponaxis=False,
             hoverinfo="skip",
             showlegend=False,
         )
@@ -704,7 +713,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
         model=run.dag.name,
         source=_source_label(run, lang),
         ms=run.timeline.server_ms,
-        proto=(run.timeline.protocol or "?").upper(),
+        proto=_protocol_name(run.timeline.protocol, lang),
     )
     fig.update_layout(
         title={"text": title, "x": 0.01, "font": {"size": 15}},

@@ -10,6 +10,12 @@ from ui.state import t
 
 def token_arrivals(runs, names: list[str] | None = None, show_tokens: bool = False, height: int = 260) -> None:
     """When each streamed token arrived (one step line per run), as measured by triton_kitchen.demo."""
+    st.plotly_chart(token_figure(runs, names, show_tokens, height), width="stretch", config={"displayModeBar": False})
+
+
+def token_figure(runs, names: list[str] | None = None, show_tokens: bool = False, height: int = 260) -> go.Figure:
+    """The figure of :func:`token_arrivals`. The y axis reaches a word above the last token, so the last
+    word's label (drawn above its point) stays inside the plot."""
     fig = go.Figure()
     for i, run in enumerate(runs):
         fig.add_trace(
@@ -19,15 +25,18 @@ def token_arrivals(runs, names: list[str] | None = None, show_tokens: bool = Fal
                 mode="lines+markers+text" if show_tokens else "lines+markers",
                 text=run.tokens if show_tokens else None,
                 textposition="top center",
+                cliponaxis=False,
                 name=names[i] if names else None,
                 line_shape="hv",
             )
         )
+    top = max((len(run.tokens) for run in runs), default=0)
     fig.update_layout(
         height=height,
         xaxis_title=t("ch5.arrival_ms"),
         yaxis_title=t("ch5.token_n"),
-        margin=dict(l=10, r=10, t=10, b=10),
+        yaxis=dict(range=[0, top + (1.2 if show_tokens else 0.5)]),
+        margin=dict(l=10, r=40 if show_tokens else 10, t=10, b=10),  # room for the last word on the right
         showlegend=bool(names),
     )
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    return fig

@@ -8,7 +8,7 @@ import streamlit as st
 from triton_kitchen.classify import Classification
 from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
 from triton_kitchen.imaging import MAX_BYTES
-from ui.state import t
+from ui.state import protocol_label, t
 
 SOURCES = ("sample", "upload", "camera")
 UPLOAD_TYPES = ["jpg", "jpeg", "png", "gif", "bmp", "tif", "tiff", "webp", "ppm"]
@@ -34,7 +34,8 @@ def pick_image(key: str) -> bytes | None:
     data: bytes | None = None
     if source == "sample":
         labels = {t(f"image.sample_{n}"): n for n in SAMPLE_PHOTOS}
-        choice = st.selectbox(t("image.sample"), options=list(labels), key=f"{key}_sample")
+        choice = st.selectbox(t("image.sample"), options=list(labels), key=f"{key}_sample",
+                              placeholder=t("widget.choose"))
         name = labels.get(choice, SAMPLE_PHOTOS[0])
         data = _sample(name)
     elif source == "upload":
@@ -83,4 +84,4 @@ def classification_figure(result: Classification) -> go.Figure:
 def show_classification(result: Classification) -> None:
     """Top-5 as a bar chart, with the measured round trip."""
     st.plotly_chart(classification_figure(result), width="stretch", config={"displayModeBar": False})
-    st.caption(t("classify.took", ms=result.ms, protocol=result.protocol.upper(), model=result.model))
+    st.caption(t("classify.took", ms=result.ms, protocol=protocol_label(result.protocol), model=result.model))

@@ -2,16 +2,46 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import streamlit as st
 
 from triton_kitchen.repository import ServerStatus, server_status
+from triton_kitchen.server import DEFAULT_PORTS
 from ui import state
 from ui.state import t
 
 LANG_LABELS = {"zh": "中文", "en": "English"}
 POLL_S = 1.0  # the status poller: a dead server is reported within 2 s
+LOG_LINES = 40
+# Lines tritonserver writes on a machine without a usable NVIDIA GPU (it looks for CUDA, finds none, and
+# runs the models on the CPU): "E... unable to create stream for tta_ensemble: CUDA driver version is
+# insufficient for CUDA runtime version", "CudaDriverHelper has not been initialized", pinned memory, NVML.
+HARMLESS_WITHOUT_GPU = re.compile(
+    r"CUDA driver version is insufficient|CudaDriverHelper has not been initialized"
+    r"|pinned memory pool will not be available|Failed to initialize NVML|NVML Shared Library Not Found",
+    re.IGNORECASE,
+)
+
+
+def split_log(text: str, hide_gpu_lines: bool, lines: int = LOG_LINES) -> tuple[str, int]:
+    """The last ``lines`` lines of a server log, without the lines that are harmless on a CPU-only machine
+    when ``hide_gpu_lines``; and how many such lines the text holds."""
+    all_lines = text.splitlines()
+    harmless = sum(1 for line in all_lines if HARMLESS_WITHOUT_GPU.search(line))
+    kept = [line for line in all_lines if not (hide_gpu_lines and HARMLESS_WITHOUT_GPU.search(line))]
+    return "\n".join(kept[-lines:]), harmless
+
+
+def moved_ports(server) -> dict[str, tuple[int, int]]:
+    """Ports the embedded server asked for by default (8000/8001/8002) but did not get, as name ->
+    (wanted, used): the lessons' ``localhost:8000`` then reaches some other program."""
+    return {
+        name: (wanted, server.ports[name])
+        for name, wanted in server.requested_ports.items()
+        if wanted == DEFAULT_PORTS.get(name) and server.ports.get(name) not in (None, wanted)
+    }
 
 
 def _language_switch() -> None:
@@ -64,7 +94,7 @@ def _status(status: ServerStatus | None) -> None:
                     st.code(str(err)[-3000:], language=None, wrap_lines=True)
         return  # the poller above says stopped / restarting
     if not status.up:
-        st.error(t("sidebar.status_down_at", url=status.url), icon="🔴")
+        st.error(t("sidebar.status_down_at", url=status.url) if status.url else t("server.empty_url"), icon="🔴")
         st.caption(t("sidebar.status_down_help"))
         return
     ready = sum(1 for m in status.models if m.ready)
@@ -170,12 +200,21 @@ def render_sidebar() -> ServerStatus | None:
                 st.rerun()
             if server is not None:
                 if server.running:
-                    st.caption(t("sidebar.embedded_at", http=server.http_url, grpc=server.grpc_url))
+                    moved = moved_ports(server)
+                    if moved:  # not a grey caption: the lessons' localhost:8000 now reaches something else
+                        st.warning(t("sidebar.ports_moved", wanted=", ".join(str(w) for w, _ in moved.values()),
+                                     http=server.http_url, grpc=server.grpc_url), icon="⚠️")
+                    else:
+                        st.caption(t("sidebar.embedded_at", http=server.http_url, grpc=server.grpc_url))
                 log = st.expander(t("sidebar.log"), key="tk_log_open", on_change="rerun")
                 if log.open:  # lazy, like the models table: read and drawn only when asked for
-                    log.code(server.log_tail(40) or "—", language=None)
+                    hide = log.toggle(t("sidebar.log_hide_gpu"), value=True, key="tk_log_hide_gpu")
+                    text, harmless = split_log(server.log_tail(400), hide)
+                    log.code(text or "—", language=None, wrap_lines=True)
+                    if harmless:
+                        log.caption(t("sidebar.log_gpu_hidden" if hide else "sidebar.log_gpu_shown", n=harmless))
                     previous = _previous_log(server)
                     if previous:
                         log.caption(t("sidebar.log_previous"))
-                        log.code(previous, language=None)
+                        log.code(split_log(previous, hide)[0], language=None, wrap_lines=True)
         return status

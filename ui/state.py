@@ -42,6 +42,12 @@ def t(key: str, **kw: Any) -> str:
     return lessons.t(key, lang(), **kw)
 
 
+def protocol_label(protocol: str) -> str:
+    """How a protocol id ("grpc", "http", "http-json", ...) is written on screen: "gRPC", "HTTP", ..."""
+    label = t(f"protocol.{protocol}")
+    return protocol if label == f"protocol.{protocol}" else label
+
+
 # -- selected model --------------------------------------------------------------------------
 def selected_model(default: str = DEFAULT_MODEL) -> str:
     return st.query_params.get("model") or st.session_state.get("tk_model") or default
@@ -67,6 +73,7 @@ def sync_query_params() -> None:
 RESTART_TIMEOUT_S = 180.0
 PROBE_TIMEOUT_S = 1.0  # a remote server that has not answered by then is reported as unreachable
 _PROBE_TTL_S = 1.0  # one probe per URL and second for the whole app, however many sessions poll
+DEAD_PROBE_TTL_S = 3.0  # a server that did not answer is asked again after this long, not on every run
 
 
 class EmbeddedHolder:
@@ -211,22 +218,42 @@ _probes: dict[str, tuple[float, bool]] = {}
 _probes_lock = threading.Lock()
 
 
+_probing: dict[str, threading.Thread] = {}
+
+
 def probe(http_url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
     """Does a KServe-v2 server answer at ``http_url``? Bounded by ``timeout`` even when a name does not
-    resolve (DNS is not covered by socket timeouts); one real probe per URL and second for the app."""
+    resolve (DNS is not covered by socket timeouts); one real probe per URL and second for the app.
+
+    A dead server costs a page at most one wait, the first: its "no" is kept for DEAD_PROBE_TTL_S, then
+    asked again in the background while callers keep getting "no" at once (a page never waits on a dead
+    server twice); while a probe of a URL is waiting, other callers get its last answer instead of waiting."""
     now = time.monotonic()
     with _probes_lock:
         hit = _probes.get(http_url)
-    if hit and now - hit[0] < _PROBE_TTL_S:
-        return hit[1]
-    answer: list[bool] = []
-    worker = threading.Thread(target=lambda: answer.append(probe_live(http_url, timeout)), daemon=True)
-    worker.start()
+        if hit and now - hit[0] < (_PROBE_TTL_S if hit[1] else DEAD_PROBE_TTL_S):
+            return hit[1]
+        running = _probing.get(http_url)
+        busy = running is not None and running.is_alive()
+        if busy and hit is not None:
+            return hit[1]  # somebody is asking already: no second wait
+        worker = threading.Thread(target=_probe_into_cache, args=(http_url, timeout), daemon=True)
+        _probing[http_url] = worker
+        worker.start()
+    if hit is not None and not hit[1]:
+        return False  # dead before: ask again in the background, and let this page draw now
     worker.join(timeout + 0.1)
-    ok = bool(answer and answer[0])
+    with _probes_lock:
+        hit = _probes.get(http_url)
+        if hit is None or hit[0] < now:  # no answer in time (a name that does not resolve): "no"
+            hit = _probes[http_url] = (time.monotonic(), False)
+    return hit[1]
+
+
+def _probe_into_cache(http_url: str, timeout: float) -> None:
+    ok = probe_live(http_url, timeout)
     with _probes_lock:
         _probes[http_url] = (time.monotonic(), ok)
-    return ok
 
 
 def _raw_endpoint() -> Endpoint | None:
@@ -257,10 +284,13 @@ def endpoint() -> Endpoint | None:
 
 def say_no_server() -> None:
     """Why a page that needs a server cannot run now: starting or restarting (it comes back by itself),
-    or no server at all (an error that says what to do)."""
+    or no server at all (an error that says what to do, for the mode the sidebar is in)."""
     current = embedded_state() if server_mode() == "embedded" else "remote"
     if current in ("starting", "restarting"):
         st.info(t("server.starting" if current == "starting" else "server.wait_restart"), icon="⏳")
+    elif current == "remote":  # what to check, for a remote server: its address (no embedded one to restart)
+        url = remote_urls()[0]
+        st.error(t("server.down_remote", url=url) if url else t("server.empty_url"), icon="⚠️")
     else:
         show_error("server_unreachable", t("server.down"))
 
@@ -326,6 +356,8 @@ def show_error(exc_or_code: Exception | str, detail: str | None = None) -> None:
     """A translated message (st.error) with the technical detail in an expander; never a traceback."""
     code = error_code_of(exc_or_code)
     key = f"error.{code}"
+    if code == "server_unreachable" and server_mode() == "remote":
+        key = "error.server_unreachable_remote"  # no "restart the embedded server" advice for a remote one
     message = t(key)
     if message == key:
         message = t("error.unexpected")

@@ -79,7 +79,7 @@ def order_a_meal() -> None:
         protocol = st.radio(
             t("classify.protocol"),
             ["grpc", "http"],
-            format_func=str.upper,
+            format_func=state.protocol_label,
             horizontal=True,
             key="ch1_protocol",
         )
@@ -111,7 +111,8 @@ def repository_browser() -> None:
     names = [e.name for e in entries]
     current = state.selected_model()
     chosen = st.selectbox(
-        t("repo.pick"), names, index=names.index(current) if current in names else 0, key="ch1_model"
+        t("repo.pick"), names, index=names.index(current) if current in names else 0, key="ch1_model",
+        placeholder=t("widget.choose"),
     )
     if chosen != current:
         state.set_selected_model(chosen)

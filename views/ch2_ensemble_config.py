@@ -52,9 +52,6 @@ def editor() -> None:
             st.markdown(f"{icon} {where}{p.message}")
             if p.triton:
                 st.caption(t("live.triton_said", message=p.triton))
-        if check.dot:
-            st.graphviz_chart(check.dot, width="stretch")
-            st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
         if check.config is not None and check.config.ensemble_scheduling.step:
             with st.expander(t("ch2.steps_table")):
                 st.dataframe(
@@ -65,6 +62,9 @@ def editor() -> None:
                     hide_index=True,
                     width="stretch",
                 )
+    if check.dot:  # the page's whole width: readable on a projector (a half column drew ~5 px text)
+        st.graphviz_chart(check.dot, width="stretch")
+        st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
     with st.expander(t("ch2.glossary_title"), expanded=False):
         st.markdown(t("ch2.glossary"))
 

@@ -56,14 +56,11 @@ def parallel() -> None:
 
 
 def cascade() -> None:
-    c1, c2 = st.columns(2)
-    with c1:
-        _draw("cascade_ensemble")
-    with c2:
-        entry = _models().get("cascade_bls")
-        st.markdown(t("ch3.bls_note"))
-        if entry is not None:
-            st.code(entry.config_text, language="protobuf")
+    _draw("cascade_ensemble")  # the page's whole width: a half column was unreadable on a projector
+    entry = _models().get("cascade_bls")
+    st.markdown(t("ch3.bls_note"))
+    if entry is not None:
+        st.code(entry.config_text, language="protobuf")
     st.markdown(f"**{t('ch3.compare_title')}**")
     image = pick_image("ch3")
     ep = state.endpoint()
@@ -99,6 +96,7 @@ def memory() -> None:
         t("ch3.memory_model"),
         ["image_classifier", "tta_ensemble", "cascade_ensemble", "ensemble_pipeline"],
         key="ch3_mem_model",
+        placeholder=t("widget.choose"),
     )
     c1, c2 = st.columns(2)
     batch = c1.select_slider(t("ch3.batch"), [1, 2, 4, 8], value=8, key="ch3_batch")

@@ -26,7 +26,8 @@ def _views(model: str, image: bytes, host: str) -> tuple[rv.HttpRequestView, rv.
 
 def _request_block(view: rv.HttpRequestView, ep) -> None:
     st.code(view.head_text.replace("\r\n", "\n").strip(), language="http")
-    st.markdown(f"**{t('ch4.json_part', n=view.json_size)}**")
+    # the binary extension's body is a JSON header then raw bytes; without it the whole body is JSON
+    st.markdown(f"**{t('ch4.json_part' if view.binary else 'ch4.json_body', n=view.json_size)}**")
     st.code(view.json_preview(), language="json")
     if view.binary:
         st.markdown(f"**{t('ch4.binary_part', n=view.binary_size)}**")
@@ -70,7 +71,7 @@ def request_viewer() -> None:
     c1.metric(t("ch4.size_binary"), f"{binary.wire_size:,} B", help=t("ch4.bytes_axis"))
     if plain is not None:
         c2.metric(t("ch4.size_json"), f"{plain.wire_size:,} B",
-                  f"× {plain.wire_size / max(1, binary.wire_size):.1f}", delta_color="inverse",
+                  f"× {plain.wire_size / max(1, binary.wire_size):.1f}", delta_color="off", delta_arrow="off",
                   help=t("ch4.bytes_axis"))
     if plain is not None:
         st.caption(t("ch4.ratio", ratio=plain.body_size / max(1, binary.body_size)))

@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import requests_view as rv
 from triton_kitchen.demo import stream_grpc
-from ui import state
+from ui import state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
@@ -34,11 +34,7 @@ def message_viewer() -> None:
     c1.metric(t("ch5.message_bytes"), f"{view.size:,}")
     c2.metric(t("ch5.tensor_bytes"), f"{view.tensor_bytes:,}")
     c3.metric(t("ch5.envelope_bytes"), f"{view.envelope_bytes:,}")
-    st.dataframe(
-        [{t(f"ch5.col.{k}"): v for k, v in row.items()} for row in view.fields],
-        hide_index=True,
-        width="stretch",
-    )
+    tables.show([{t(f"ch5.col.{k}"): v for k, v in row.items()} for row in view.fields])
     envelope = {t("ch5.grpc_message"): view.envelope_bytes, t("ch5.http_body"): http.body_size - http.tensor_bytes}
     st.dataframe(  # bars inside the table: the page opens without loading a chart library
         [
@@ -46,8 +42,9 @@ def message_viewer() -> None:
             for (k, env), tensor in zip(envelope.items(), (view.tensor_bytes, http.tensor_bytes), strict=True)
         ],
         column_config={
+            t("ch5.tensor_bytes"): st.column_config.NumberColumn(format="%,d B"),
             t("ch5.envelope_bytes"): st.column_config.ProgressColumn(
-                format="%d B", min_value=0, max_value=max(envelope.values()) or 1
+                format="%,d B", min_value=0, max_value=max(envelope.values()) or 1
             )
         },
         hide_index=True,

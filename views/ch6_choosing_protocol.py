@@ -35,6 +35,7 @@ def sse_vs_grpc() -> None:
             t("ch6.first_token", ms=run.first_token_ms or 0),
             t("ch6.total", ms=run.total_ms, n=len(run.tokens)),
             delta_color="off",
+            delta_arrow="off",
         )
         col.code("".join(run.tokens) or "—", language=None, wrap_lines=True)
     st.caption(t("ch6.stream_caption"))

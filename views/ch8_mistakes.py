@@ -56,12 +56,14 @@ def _binary_default() -> None:
         f"{default.body_size:,} B",
         t("ch8.m3_header", n=default.json_size),
         delta_color="off",
+        delta_arrow="off",
     )
     c2.metric(
         t("ch8.m3_json"),
         f"{plain.body_size:,} B",
         f"× {plain.body_size / default.body_size:.1f}",
         delta_color="off",
+        delta_arrow="off",
     )
 
 

@@ -4,14 +4,14 @@ with batching off — throughput, p99 and Triton's own batch-size histogram. UI 
 from __future__ import annotations
 
 import json
+import os
 import threading
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import batching, bench
-from ui import state
+from ui import state, tables
 from ui.state import t
 
 st.title(t("lab_batching.title"))
@@ -27,8 +27,8 @@ if not ep.headers:
 c1, c2, c3 = st.columns(3)
 delay = c1.slider(t("lab_batching.delay"), 0, 20_000, 2000, step=500, key="batch_delay",
                   help=t("lab_batching.delay_help"))
-preferred = c2.multiselect(t("lab_batching.preferred"), list(range(1, 9)), default=[4, 8], key="batch_preferred",
-                           help=t("lab_batching.preferred_help"))
+preferred = c2.multiselect(t("lab_batching.preferred"), list(range(1, 9)), default=[], key="batch_preferred",
+                           help=t("lab_batching.preferred_help"), placeholder=t("lab_batching.preferred_none"))
 instances = c3.slider(t("lab_batching.instances"), 1, batching.MAX_INSTANCES, 1, key="batch_instances")
 c4, c5 = st.columns(2)
 concurrency = c4.slider(t("lab_batching.concurrency"), 1, bench.MAX_CONCURRENCY, 8, key="batch_c")
@@ -60,15 +60,30 @@ if run:
         state.show_error(exc)
     state.say_if_stopped_by_death()
 
+
+def _setting(s: batching.BatchingSettings) -> str:
+    """The setting in the reader's language (the JSON download keeps the library's English label)."""
+    if not s.enabled:
+        return t("lab_batching.setting_off", n=s.instance_count)
+    preferred = ", ".join(map(str, s.preferred_batch_sizes)) or t("lab_batching.preferred_none_short")
+    return t("lab_batching.setting_on", delay=s.max_queue_delay_us, preferred=preferred, n=s.instance_count)
+
+
 result = st.session_state.get("batch_result")
 if result and result.get("on") and result.get("off"):
     off, on = result["off"], result["on"]
+    ratio = result["throughput_ratio"]
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("lab_batching.rps_off"), f"{off.throughput_rps:.1f}")
-    m2.metric(t("lab_batching.rps_on"), f"{on.throughput_rps:.1f}")
-    m3.metric(t("lab_batching.ratio"), f"x{result['throughput_ratio']:.2f}" if result["throughput_ratio"] else "—")
-    m4.metric(t("lab_batching.p99"), f"{on.latency_ms['p99'] or 0:.0f} ms",
-              t("lab_batching.p99_off", ms=off.latency_ms["p99"] or 0), delta_color="off")
+    m1.metric(t("lab_batching.rps_off"), f"{off.throughput_rps:,.1f}")
+    m2.metric(t("lab_batching.rps_on"), f"{on.throughput_rps:,.1f}")
+    m3.metric(t("lab_batching.ratio"), f"×{ratio:.2f}" if ratio else "—")
+    m4.metric(t("lab_batching.p99"), t("lab_batching.ms", ms=on.latency_ms["p99"] or 0),
+              t("lab_batching.p99_off", ms=off.latency_ms["p99"] or 0), delta_color="off", delta_arrow="off")
+    if ratio is not None and ratio < 1:
+        if ep.embedded:
+            st.info(t("lab_batching.slower_cpu", ratio=ratio, cores=os.cpu_count() or 1), icon="💡")
+        else:
+            st.info(t("lab_batching.slower_remote", ratio=ratio), icon="💡")
     fig = go.Figure()
     for name, r in (("off", off), ("on", on)):
         fig.add_trace(go.Bar(x=list(r.batch_histogram), y=list(r.batch_histogram.values()),
@@ -77,14 +92,18 @@ if result and result.get("on") and result.get("off"):
                       yaxis_title=t("lab_batching.executions"), xaxis=dict(dtick=1),
                       margin=dict(l=10, r=10, t=10, b=10))
     st.plotly_chart(fig, width="stretch", key="batch_hist")
-    st.caption(t("lab_batching.hist_caption", c=result["concurrency"], s=result["duration_s"]))
+    st.caption(t("lab_batching.hist_caption", c=result["concurrency"], s=result["duration_s"], w=batching.WARMUP_S,
+                 off_images=off.images, on_images=on.images, off_requests=off.requests, on_requests=on.requests))
+    tables.show([{
+        t("lab_batching.col_setting"): _setting(r.settings),
+        t("lab_batching.col_rps"): r.throughput_rps,
+        t("lab_batching.col_p50"): r.latency_ms["p50"],
+        t("lab_batching.col_p99"): r.latency_ms["p99"],
+        t("lab_batching.col_mean_batch"): r.mean_batch_size,
+        t("lab_batching.col_requests"): r.requests,
+        t("lab_batching.col_errors"): r.errors,
+    } for r in (off, on)], decimals={t("lab_batching.col_mean_batch"): 2})
     rows = [r.to_dict() for r in (off, on)]
-    st.dataframe(pd.DataFrame([{
-        t("lab_batching.col_setting"): r["label"], t("lab_batching.col_rps"): round(r["throughput_rps"], 1),
-        "p50 ms": round(r["latency_ms"]["p50"] or 0, 1), "p99 ms": round(r["latency_ms"]["p99"] or 0, 1),
-        t("lab_batching.col_mean_batch"): round(r["mean_batch_size"] or 0, 2),
-        t("lab_batching.col_requests"): r["requests"], t("lab_batching.col_errors"): r["errors"],
-    } for r in rows]), hide_index=True, width="stretch")
     st.download_button(t("lab_batching.download_json"), json.dumps({**result, "off": rows[0], "on": rows[1]},
                                                                     indent=2, default=str),
                        "batching.json", "application/json", key="batch_json")

@@ -7,7 +7,7 @@ import streamlit as st
 from triton_kitchen import experiments, flow
 from triton_kitchen.config import load_repository
 from triton_kitchen.server import DEFAULT_REPOSITORY, probe_kserve
-from ui import state
+from ui import state, tables
 from ui.image_picker import pick_image
 from ui.state import t
 
@@ -29,8 +29,10 @@ def _recorded() -> dict:
 names = _ensembles()
 default = state.selected_model() if state.selected_model() in names else names[0]
 c1, c2, c3 = st.columns([2, 1, 2])
-model = c1.selectbox(t("lab_flow.model"), names, index=names.index(default), key="flow_model")
-protocol = c2.radio(t("lab_flow.protocol"), ["grpc", "http"], horizontal=True, key="flow_protocol")
+model = c1.selectbox(t("lab_flow.model"), names, index=names.index(default), key="flow_model",
+                     placeholder=t("widget.choose"))
+protocol = c2.radio(t("lab_flow.protocol"), ["grpc", "http"], horizontal=True, key="flow_protocol",
+                    format_func=state.protocol_label)
 pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
 pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
 image = pick_image("flow")
@@ -69,9 +71,12 @@ if run is None or (run.dag.name != model and not run.dag.name.startswith("tk_flo
 if run is not None:
     left, right = st.columns([3, 2])
     with left:
-        st.plotly_chart(flow.animation(run, state.lang(), pacing), key="flow_anim", width="stretch")
+        # no plotly toolbar: it covered the chart titles on hover (drag still zooms, a double click resets)
+        st.plotly_chart(flow.animation(run, state.lang(), pacing), key="flow_anim", width="stretch",
+                        config={"displayModeBar": False})
     with right:
-        st.plotly_chart(flow.gantt(run, state.lang()), key="flow_gantt", width="stretch")
+        st.plotly_chart(flow.gantt(run, state.lang()), key="flow_gantt", width="stretch",
+                        config={"displayModeBar": False})
     st.caption(t(f"lab_flow.source_{run.source}") + (f" — {run.timeline.note}" if run.timeline.note else ""))
 
 st.subheader(t("lab_flow.exp_title"))
@@ -101,23 +106,24 @@ with tabs[0]:
             for mode in ("ensemble", "chain"):
                 rows = [r for r in res.rows if r.mode == mode]
                 fig.add_bar(
-                    x=[r.protocol for r in rows], y=[metric(r) for r in rows], name=t(f"lab_flow.mode_{mode}")
+                    x=[state.protocol_label(r.protocol) for r in rows], y=[metric(r) for r in rows],
+                    name=t(f"lab_flow.mode_{mode}"),
                 )
             fig.update_layout(title=title, barmode="group", height=320, margin={"t": 40, "b": 10})
-            col.plotly_chart(fig, width="stretch")
-        st.dataframe(
+            col.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        tables.show(
             [
                 {
-                    t("lab_flow.col_protocol"): r.protocol,
+                    t("lab_flow.col_protocol"): state.protocol_label(r.protocol),
                     t("lab_flow.col_mode"): t(f"lab_flow.mode_{r.mode}"),
                     t("lab_flow.col_round_trips"): r.round_trips,
-                    t("lab_flow.col_median_ms"): round(r.median_ms, 2),
-                    t("lab_flow.col_wire_kb"): round(r.wire_bytes / 1000, 1),
-                    t("lab_flow.col_payload_kb"): round(r.payload_bytes / 1000, 1),
+                    t("lab_flow.col_median_ms"): r.median_ms,
+                    t("lab_flow.col_wire_kb"): r.wire_bytes / 1000,
+                    t("lab_flow.col_payload_kb"): r.payload_bytes / 1000,
                 }
                 for r in res.rows
             ],
-            hide_index=True,
+            decimals={t("lab_flow.col_median_ms"): 2},
         )
 with tabs[1]:
     st.caption(t("lab_flow.exp_parallel_help"))
@@ -154,18 +160,17 @@ with tabs[2]:
             st.session_state["exp_casc_result"] = experiments.cascade(ep, photos, repeats=1, budget_s=20)
     rows = st.session_state.get("exp_casc_result")
     if rows:
-        st.dataframe(
+        tables.show(
             [
                 {
                     t("lab_flow.col_model"): r.model,
                     t("lab_flow.col_requests"): r.requests,
-                    t("lab_flow.col_median_ms"): round(r.median_ms, 1),
+                    t("lab_flow.col_median_ms"): r.median_ms,
                     t("lab_flow.col_stage_two"): r.fine_runs,
                     t("lab_flow.col_stage_used"): f"{r.stage_used.get('1', 0)} / {r.stage_used.get('2', 0)}",
                 }
                 for r in rows
             ],
-            hide_index=True,
         )
 with tabs[3]:
     st.caption(t("lab_flow.exp_batching_help"))

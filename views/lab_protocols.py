@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import threading
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import bench, protocols
 from triton_kitchen.server import DEFAULT_REPOSITORY
-from ui import state
+from ui import state, tables
 from ui.image_picker import pick_image
-from ui.state import t
+from ui.state import protocol_label, t
 
 COLORS = {"http-json": "#d62728", "http-binary": "#1f77b4", "grpc": "#2ca02c",
           "grpc-stream": "#2ca02c", "http-sse": "#ff7f0e"}
@@ -43,7 +42,7 @@ if ep is None:
 
 models = _repo_models()
 c1, c2, c3 = st.columns([2, 2, 1])
-model = c1.selectbox(t("lab_protocols.model"), models, key="proto_model")
+model = c1.selectbox(t("lab_protocols.model"), models, key="proto_model", placeholder=t("widget.choose"))
 other = c2.text_input(t("lab_protocols.other_model"), key="proto_other", help=t("lab_protocols.other_help")).strip()
 model = other or model
 compression = c3.radio(t("lab_protocols.compression"), ["none", "gzip"], key="proto_gzip", horizontal=True)
@@ -87,34 +86,33 @@ with tab_bytes:
         else:
             st.error(t("lab_protocols.different_result", protocols=", ".join(cmp_.disagreements)))
         rows = cmp_.to_dicts()
-        table = pd.DataFrame([{
-            t("lab_protocols.col_protocol"): r["protocol"],
+        tables.show([{
+            t("lab_protocols.col_protocol"): protocol_label(r["protocol"]),
             t("lab_protocols.col_req_payload"): r["request_bytes"],
             t("lab_protocols.col_resp_payload"): r["response_bytes"],
             t("lab_protocols.col_wire_sent"): round(r["wire_sent_per_call"]),
             t("lab_protocols.col_wire_received"): round(r["wire_received_per_call"]),
             t("lab_protocols.col_first_call"): r["wire_first_call_sent"] + r["wire_first_call_received"],
-            t("lab_protocols.col_median_ms"): round(r["latency_ms_median"], 2),
-        } for r in rows])
-        st.dataframe(table, hide_index=True, width="stretch")
+            t("lab_protocols.col_median_ms"): r["latency_ms_median"],
+        } for r in rows], decimals={t("lab_protocols.col_median_ms"): 2})
         fig = go.Figure()
         for key in ("request_bytes", "wire_sent_per_call", "response_bytes", "wire_received_per_call"):
-            fig.add_trace(go.Bar(x=[r["protocol"] for r in rows], y=[r[key] for r in rows],
+            fig.add_trace(go.Bar(x=[protocol_label(r["protocol"]) for r in rows], y=[r[key] for r in rows],
                                  name=t(f"lab_protocols.bar_{key}")))
         fig.update_layout(barmode="group", height=320, yaxis_type="log", yaxis_title=t("lab_protocols.bytes_per_call"),
                           margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", key="proto_bytes_fig")
         m1, m2, m3 = st.columns(3)
         if cmp_.json_inflation:
-            m1.metric(t("lab_protocols.json_inflation"), f"x{cmp_.json_inflation:.2f}")
+            m1.metric(t("lab_protocols.json_inflation"), f"×{cmp_.json_inflation:.2f}")
         if cmp_.json_response_inflation:
-            m2.metric(t("lab_protocols.json_inflation_resp"), f"x{cmp_.json_response_inflation:.2f}")
+            m2.metric(t("lab_protocols.json_inflation_resp"), f"×{cmp_.json_response_inflation:.2f}")
         if image:
             try:
                 tj = protocols.tensor_vs_jpeg(image)
-                m3.metric(t("lab_protocols.tensor_vs_jpeg"), f"x{tj['ratio']:.1f}",
+                m3.metric(t("lab_protocols.tensor_vs_jpeg"), f"×{tj['ratio']:.1f}",
                           t("lab_protocols.tensor_vs_jpeg_detail", tensor=tj["tensor_bytes"], jpeg=tj["jpeg_bytes"]),
-                          delta_color="off")
+                          delta_color="off", delta_arrow="off")
             except Exception:  # noqa: BLE001 - not an image: nothing to compare
                 pass
         binary_inputs = cmp_.row("http-json").binary_inputs if cmp_.row("http-json") else []
@@ -124,20 +122,37 @@ with tab_bytes:
         _download(rows, "protocols_bytes")
 
 
-def _progress_bar(label: str):
-    bar = st.progress(0.0, text=label)
+def _progress_bar(protocol: str):
+    """A progress bar that names its protocol (the load tab draws one per protocol)."""
+    name = protocol_label(protocol)
+    bar = st.progress(0.0, text=t("lab_protocols.progress_wait", proto=name))
 
     def update(p: bench.BenchProgress) -> None:
-        bar.progress(p.fraction, text=t("lab_protocols.progress", done=p.done, errors=p.errors,
+        bar.progress(p.fraction, text=t("lab_protocols.progress", proto=name, done=p.done, errors=p.errors,
                                          s=max(0.0, p.elapsed_s)))
     return update
+
+
+def _bench_table(results: list[bench.BenchResult]) -> None:
+    """The measured numbers with translated headers; every column (bytes too) is in the downloads."""
+    tables.show([{
+        t("lab_protocols.col_protocol"): protocol_label(r.protocol),
+        t("lab_protocols.col_concurrency"): r.concurrency,
+        t("lab_protocols.col_requests"): r.requests,
+        t("lab_protocols.col_errors"): r.errors,
+        t("lab_protocols.col_rps"): r.throughput_rps,
+        t("lab_protocols.col_p50"): r.latency_ms["p50"],
+        t("lab_protocols.col_p99"): r.latency_ms["p99"],
+    } for r in results])
+    st.caption(t("lab_protocols.table_note"))
 
 
 # -- bounded load --------------------------------------------------------------------------------------
 with tab_load:
     l1, l2, l3, l4 = st.columns(4)
-    chosen = l1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS),
-                            default=list(protocols.PROTOCOLS), key="proto_load_protocols")
+    chosen = l1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS), format_func=protocol_label,
+                            default=list(protocols.PROTOCOLS), key="proto_load_protocols",
+                            placeholder=t("widget.choose"))
     conc = l2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_load_c")
     dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d")
     cap = l4.number_input(t("lab_protocols.max_requests"), 1, bench.MAX_REQUESTS, 2000, key="proto_load_cap")
@@ -172,11 +187,12 @@ with tab_load:
                 state.show_error("server_error", f"{r.protocol}: {msg}")
         fig = go.Figure()
         for r in results:
-            fig.add_trace(go.Box(y=r.latencies_ms, name=r.protocol, marker_color=COLORS[r.protocol], boxpoints=False))
+            fig.add_trace(go.Box(y=r.latencies_ms, name=protocol_label(r.protocol), marker_color=COLORS[r.protocol],
+                                 boxpoints=False))
         fig.update_layout(height=340, yaxis_title=t("lab_protocols.latency_ms"), margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", key="proto_load_box")
+        _bench_table(results)
         rows = [r.to_row() for r in results]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
         st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
         _download(rows, "protocols_load")
 
@@ -184,8 +200,10 @@ with tab_load:
 with tab_sweep:
     s1, s2, s3 = st.columns(3)
     sweep_protocols = s1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS),
-                                     default=["http-binary", "grpc"], key="proto_sweep_protocols")
-    levels = s2.multiselect(t("lab_protocols.levels"), [1, 2, 4, 8, 16], default=[1, 4, 16], key="proto_sweep_levels")
+                                     format_func=protocol_label, default=["http-binary", "grpc"],
+                                     key="proto_sweep_protocols", placeholder=t("widget.choose"))
+    levels = s2.multiselect(t("lab_protocols.levels"), [1, 2, 4, 8, 16], default=[1, 4, 16], key="proto_sweep_levels",
+                            placeholder=t("widget.choose"))
     sdur = s3.slider(t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d")
     go_sweep = st.button(t("lab_protocols.run_sweep"), type="primary", key="proto_sweep_run",
                          disabled=not (sweep_protocols and levels))
@@ -218,19 +236,21 @@ with tab_sweep:
             rs = [r for r in sweep_results if r.protocol == p]
             fig.add_trace(go.Scatter(x=[r.throughput_rps for r in rs], y=[r.latency_ms["p99"] for r in rs],
                                      mode="lines+markers+text", text=[f"c={r.concurrency}" for r in rs],
-                                     textposition="top center", name=p, line=dict(color=COLORS[p])))
+                                     textposition="top center", name=protocol_label(p),
+                                     line=dict(color=COLORS[p])))
         fig.update_layout(height=380, xaxis_title=t("lab_protocols.throughput"), yaxis_title=t("lab_protocols.p99"),
                           margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", key="proto_sweep_fig")
+        _bench_table(sweep_results)
         rows = [r.to_row() for r in sweep_results]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
         _download(rows, "protocols_sweep")
 
 # -- perf_analyzer cross-check -----------------------------------------------------------------------
 with tab_check:
     st.caption(t("lab_protocols.check_help"))
     k1, k2, k3 = st.columns(3)
-    kp = k1.radio(t("lab_protocols.protocol"), ["http-binary", "grpc"], key="proto_check_p", horizontal=True)
+    kp = k1.radio(t("lab_protocols.protocol"), ["http-binary", "grpc"], key="proto_check_p", horizontal=True,
+                  format_func=protocol_label)
     kc = k2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_check_c")
     kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d")
     if st.button(t("lab_protocols.run_check"), type="primary", key="proto_check_run",
@@ -246,8 +266,8 @@ with tab_check:
     check = st.session_state.get("proto_check")
     if check:
         a, b, c = st.columns(3)
-        a.metric(t("lab_protocols.engine_rps"), f"{check['engine_rps']:.1f}")
-        b.metric(t("lab_protocols.pa_rps"), f"{check['perf_analyzer_rps']:.1f}")
+        a.metric(t("lab_protocols.engine_rps"), f"{check['engine_rps']:,.1f}")
+        b.metric(t("lab_protocols.pa_rps"), f"{check['perf_analyzer_rps']:,.1f}")
         c.metric(t("lab_protocols.difference"), f"{check['difference'] * 100:+.1f}%")
         (st.success if check["agree"] else st.warning)(
             t("lab_protocols.agree" if check["agree"] else "lab_protocols.disagree",
@@ -278,7 +298,8 @@ with tab_stream:
                                      mode="lines+markers", line_shape="hv", name=t(f"lab_protocols.{run.protocol}"),
                                      line=dict(color=COLORS[run.protocol])))
             col.metric(t(f"lab_protocols.{run.protocol}"), t("lab_protocols.ttft", ms=d["ttft_ms"] or 0),
-                       t("lab_protocols.itl", ms=d["inter_token_ms_mean"] or 0, n=d["tokens"]), delta_color="off")
+                       t("lab_protocols.itl", ms=d["inter_token_ms_mean"] or 0, n=d["tokens"]), delta_color="off",
+                       delta_arrow="off")
         fig.update_layout(height=300, xaxis_title=t("lab_protocols.arrival_ms"), yaxis_title=t("lab_protocols.token_n"),
                           margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", key="proto_stream_fig")
