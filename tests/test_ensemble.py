@@ -308,14 +308,19 @@ def test_inflight_memory(tmp_path):
 
 def test_check_cli_exit_codes_and_lines(capsys):
     assert run_check([str(CORPUS / "valid_chain")]) == 0
-    assert capsys.readouterr().out == ""
+    ok = capsys.readouterr()
+    assert ok.out == ""  # stdout: problem lines only
+    assert ok.err.startswith("OK: ") and "no errors" in ok.err  # a person sees that it ran
+    assert run_check([str(CORPUS / "cycle_two_steps")]) == 1
+    assert capsys.readouterr().err == ""  # no OK line when there are errors
     assert run_check([str(CORPUS / "cycle_two_steps" / "ens" / "config.pbtxt")]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out and all(":" in line for line in out)
     path, line, rest = out[0].split(":", 2)
     assert path.endswith("cycle_two_steps/ens/config.pbtxt") and int(line) > 0 and rest.startswith(" error: cycle")
     assert run_check([str(CORPUS / "valid_repeated_map_key")]) == 0
-    assert ": warning: " in capsys.readouterr().out
+    warned = capsys.readouterr()
+    assert ": warning: " in warned.out and "1 warning(s)" in warned.err
     assert run_check(["/no/such/path"]) == 1
     assert "/no/such/path:1: error: no such file or directory" in capsys.readouterr().out
     assert run_check([str(CORPUS / "syntax_error"), "--json"]) == 1

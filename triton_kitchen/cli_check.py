@@ -13,6 +13,8 @@ or standalone: ``run_check(argv) -> int`` / ``run_dag(argv) -> int``.
 ``check PATH...``: exit 0 when every given config would load, else 1; one line per problem,
 ``PATH:LINE: error: message`` (warnings as ``PATH:LINE: warning: ...`` do not change the
 exit code).  A PATH may be a config file, a model directory or a repository directory.
+On success one ``OK: ...`` line goes to stderr, so a person sees that it ran while stdout
+stays the problem lines only (empty when there are none).
 """
 
 from __future__ import annotations
@@ -98,6 +100,10 @@ def check_command(args: argparse.Namespace) -> int:
             print(pr.format(_show(pr.path)))
             if args.triton and pr.triton_message:
                 print(f"    triton: {pr.triton_message}")
+        if not has_errors(problems):
+            warnings = sum(1 for pr in problems if pr.severity == "warning")
+            print(f"OK: {', '.join(args.paths)}: no errors" + (f", {warnings} warning(s)" if warnings else ""),
+                  file=sys.stderr)
     return 1 if has_errors(problems) else 0
 
 
