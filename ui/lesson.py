@@ -89,9 +89,9 @@ def _feedback(q: lessons.Question, first: int, order: tuple[int, ...]) -> None:
     ok = lessons.check_answer(q, first)
     why = q.why[first] if q.why else ""
     if ok:
-        st.success(f"{t('quiz.correct')} {why}".strip(), icon="✅")
+        st.success(t("quiz.verdict", verdict=t("quiz.correct"), why=why).strip(), icon="✅")
     else:
-        st.error(f"{t('quiz.wrong')} {why}".strip(), icon="❌")
+        st.error(t("quiz.verdict", verdict=t("quiz.wrong"), why=why).strip(), icon="❌")
         st.markdown(t("quiz.answer_is", choice=q.choices[q.answer]))
     st.info(t("quiz.explained", text=q.explanation), icon="💡")
     if q.why:
