@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,3 +90,78 @@ def switch_page(at, page: str):
 
     at._page_hash = calc_hash(_page_urls()[page])  # AppTest has no public way to pick an st.Page
     return at
+
+
+# -- the app in a real browser ---------------------------------------------------------------------------
+APP_ROOT = Path(__file__).resolve().parents[1]
+
+
+def wait_http(url: str, timeout: float) -> None:
+    """Wait until ``url`` answers 200 (a health endpoint)."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def streamlit_app(env: dict[str, str | None] | None = None, log_name: str = "streamlit.log"):
+    """`streamlit run app.py` in a subprocess on a free port; yields its URL and stops it afterwards.
+
+    ``env`` overrides os.environ; a value of None removes the variable (without TRITON_HTTP_URL and
+    TRITON_GRPC_URL the app starts its own embedded server). Its output goes to artifacts/<log_name>.
+    """
+    import os
+    import subprocess
+    import sys
+
+    from triton_kitchen.server import free_port
+
+    port = free_port()
+    full_env = dict(os.environ)
+    for name, value in (env or {}).items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    log = APP_ROOT / "artifacts" / log_name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "streamlit", "run", "app.py",
+                "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+            ],
+            cwd=APP_ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{port}/_stcore/health", 60)
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()  # the app stops its embedded server when it exits
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium per test module (pages and contexts are cheap, the browser is not)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

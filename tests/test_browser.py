@@ -8,17 +8,11 @@ under artifacts/screenshots/ (gitignored) for a person to look at.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import conftest
 import pytest
-
-from triton_kitchen.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(conftest.CHROMIUM)
@@ -41,55 +35,15 @@ pytestmark = [
 ]
 
 
-def _wait_http(url: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
-
-
 @pytest.fixture(scope="module")
 def app_url(server):
     """`streamlit run app.py` in a subprocess, pointed at the session's running server."""
-    port = free_port()
-    env = dict(os.environ, TRITON_HTTP_URL=server.http_url, TRITON_GRPC_URL=server.grpc_url)
-    log = (ROOT / "artifacts").joinpath("streamlit.log")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable, "-m", "streamlit", "run", "app.py",
-                "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-            ],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/_stcore/health", 60)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    env = {"TRITON_HTTP_URL": server.http_url, "TRITON_GRPC_URL": server.grpc_url}
+    with conftest.streamlit_app(env) as (url, _proc):
+        yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
+# `browser`: one chromium for the module, from conftest
 
 
 def wait_until_done(page, timeout: float = 60.0) -> float:

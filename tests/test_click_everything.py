@@ -1,0 +1,828 @@
+"""Click everything a student can reach, in a real browser, and fail on anything broken on screen.
+
+Playwright drives Debian's chromium against `streamlit run app.py`. Every page (the welcome page, the
+chapters, the labs) is opened in both languages; every button, toggle, checkbox, radio option, segmented
+option, tab and expander in the page's main area is pressed, one at a time, and after each press the test
+waits for the script run to finish and reads the page. It fails on:
+
+- a Streamlit exception box (``stException``);
+- an error box the page did not mean to show (only MEANT_ERRORS, keyed by page and widget, are allowed);
+- the app's generic "something went wrong" message (``error.unexpected``, in either language);
+- an untranslated string: on a zh page, an English ui.toml string that zh translates differently; on an
+  en page, Chinese text; on any page, a raw i18n key such as ``ch4.send``.
+
+Three modes, one Streamlit process each: the app's own embedded server (zh and en), the same app after
+its server was restarted from the sidebar (the flow lab must then show a live trace, not the recording),
+and the app pointed at a remote server (the session's ``server``): a demo that needs the embedded server's
+control API must say so in the user's language. Load tests are clicked with the smallest settings the page
+offers. Screenshots go to artifacts/screenshots/click_*.png, a summary to artifacts/click_everything.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import conftest
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "artifacts" / "screenshots"
+LANGS = ("zh", "en")
+MAX_ACTIONS = 160  # per page visit: a page that keeps growing new buttons is a bug, not a reason to hang
+RUN_TIMEOUT_S = 150.0  # one script run; the longest (batching lab, minimum settings) takes ~20 s on 2 cores
+SERVER_TIMEOUT_S = 240.0  # the embedded server's first start or a restart, on a loaded 2-core machine
+
+pytestmark = pytest.mark.browser
+needs_chromium = pytest.mark.skipif(
+    not Path(conftest.CHROMIUM).exists(), reason="Debian's chromium (/usr/bin/chromium) is not installed"
+)
+
+
+# -- pages -----------------------------------------------------------------------------------------------
+def _slugs() -> list[str]:
+    """The welcome page (""), then every chapter and lab in app.py's order (labs only where they exist).
+    TK_CLICK_PAGES=ch2,lab-flow visits only those (a quicker loop while fixing one page)."""
+    slugs = [""] + [url for path, url in conftest._page_urls().items() if (ROOT / path).is_file()]
+    only = os.environ.get("TK_CLICK_PAGES")
+    return [s for s in slugs if s in only.split(",")] if only else slugs
+
+
+SLUGS = _slugs()
+
+
+# -- the UI strings ----------------------------------------------------------------------------------------
+def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        elif isinstance(value, str):
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+UI = {
+    lang: _flatten(tomllib.loads((ROOT / "lessons" / lang / "ui.toml").read_text("utf-8"))) for lang in LANGS
+}
+SECTIONS = sorted({key.split(".")[0] for key in UI["en"]})
+_ZH_CORPUS = "\n".join(
+    [*UI["zh"].values()]
+    + [
+        p.read_text("utf-8")
+        for p in sorted((ROOT / "lessons" / "zh").rglob("*"))
+        if p.suffix in (".md", ".toml")
+    ]
+)
+_MARKUP = re.compile(r"\{[^{}]*\}|\*\*|`|\n|\[|\]\([^)]*\)")  # placeholders and markdown split a template
+_LETTERS = re.compile(r"[A-Za-z]{2,}")
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("*", "").replace("`", "").split())
+
+
+def _template_re(template: str) -> re.Pattern:
+    """A rendered ui.toml string: its literal parts in order, anything where a placeholder was."""
+    parts = [re.escape(_norm(p)) for p in re.split(r"\{[^{}]*\}", template)]
+    return re.compile(r".*?".join(parts), re.S)
+
+
+def _english_only() -> tuple[set[str], set[str]]:
+    """English strings that must not appear on a zh page: whole labels (exact text of an element), and
+    phrases of three or more words (anywhere in the text). Only where zh says something else."""
+    labels, phrases = set(), set()
+    zh_values = {_norm(v) for v in UI["zh"].values()}
+    for key, en in UI["en"].items():
+        if _norm(en) == _norm(UI["zh"].get(key, "")):
+            continue
+        # a whole label: words with a space, or one capitalised word ("Stop"); a lowercase word alone
+        # ("ensemble", "requests") is as often a technical term inside Chinese text
+        label = _norm(en)
+        if (
+            "{" not in en
+            and (" " in label or label[:1].isupper())
+            and sum(c.isalpha() for c in label) >= 3
+            and label not in zh_values
+        ):
+            labels.add(label)
+        for part in _MARKUP.split(en):
+            part = _norm(part.strip(" .,:;·—–-()"))
+            if len(_LETTERS.findall(part)) >= 3 and part not in _ZH_CORPUS:
+                phrases.add(part)
+    return labels, phrases
+
+
+EN_LABELS, EN_PHRASES = _english_only()
+RAW_KEY = re.compile(
+    r"(?<![\w./-])(?:" + "|".join(map(re.escape, SECTIONS)) + r")\.[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*"
+)
+FILE_SUFFIXES = {"py", "pbtxt", "json", "log", "txt", "png", "jpg", "jpeg", "onnx", "md", "toml", "yml", "yaml",
+                 "csv", "bin", "proto", "sh", "html", "previous"}  # fmt: skip
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+GENERIC = {lang: _norm(UI[lang]["error.unexpected"]) for lang in LANGS}
+
+# Error boxes a page means to show, once the widget that asks for them was used on that page:
+# (page slug or "*", widget key prefix) -> ui.toml keys of the messages allowed in an error box.
+MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("ch2", "ch2_swap"): ("ch2.invalid",),  # the editor's verdict on the swapped input_map
+    # chapter 7's "break it" options: each mistake's own translated error
+    ("ch7", "ch7_mistake"): (
+        "error.wrong_tensor_name",
+        "error.wrong_dtype",
+        "error.wrong_shape",
+        "error.server_unreachable",
+        "error.server_unreachable_remote",  # the same mistake while the app uses a remote server
+    ),  # fmt: skip
+    ("*", "tk_quiz_"): ("quiz.wrong",),  # a wrong quiz answer
+}
+
+
+# -- the page's state ---------------------------------------------------------------------------------------
+# Every change of the app's script state, with its time (performance.now()), from the first paint on.
+_WATCH_RUNS = """
+window.__tkRuns = [];
+(function hook() {
+  const app = document.querySelector('[data-testid=stApp]');
+  if (!app) { setTimeout(hook, 10); return; }
+  const note = () => window.__tkRuns.push([performance.now(), app.getAttribute('data-test-script-state')]);
+  note();
+  new MutationObserver(note).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+})();
+"""
+
+_IDLE = """(minIdle) => {
+  const app = document.querySelector('[data-testid=stApp]');
+  const runs = window.__tkRuns || [];
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning' || !runs.length) return false;
+  if (document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]')) return false;
+  return performance.now() - runs[runs.length - 1][0] >= minIdle;
+}"""
+
+
+def settle(
+    page, since: float | None = None, expect_run_s: float = 0.0, timeout: float = RUN_TIMEOUT_S
+) -> None:
+    """Wait for the script run a click started (when one starts within ``expect_run_s``) to finish, until the
+    app has not changed state for 0.15 s."""
+    if since is not None and expect_run_s > 0:
+        try:
+            page.wait_for_function(
+                "t => window.__tkRuns.some(([at, s]) => at >= t && s !== 'notRunning')",
+                arg=since, timeout=expect_run_s * 1000, polling=25,
+            )  # fmt: skip
+        except Exception:  # noqa: BLE001 - no run started: a click the browser handles alone
+            pass
+    page.wait_for_function(_IDLE, arg=150, timeout=timeout * 1000, polling=25)
+
+
+def now(page) -> float:
+    return page.evaluate("() => performance.now()")
+
+
+# What the checks read, in one round trip: exception boxes, error boxes, the text outside code blocks
+# (sidebar included, the language switch excluded), and the technical details under error messages.
+_READ = """() => {
+  const roots = [...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar]')];
+  // code, the language switch (both languages by design), and Streamlit's own widget internals, whose
+  // words ("Upload", "Browse files") the app cannot set
+  const skip = 'pre, code, textarea, script, style, [data-testid=stIconMaterial], .st-key-tk_lang_switch, '
+    + '[data-testid=stFileUploaderDropzone], [data-testid=stCameraInput] button, [data-testid=stCameraInputWebcamComponent]';
+  const texts = [];
+  for (const root of roots) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const el = n.parentElement;
+      if (!el || el.closest(skip)) continue;
+      const s = n.nodeValue.trim();
+      if (s) texts.push(s);
+    }
+  }
+  const all = q => [...document.querySelectorAll(q)];
+  return {
+    exceptions: all('[data-testid=stException]').map(e => e.innerText),
+    errors: all('[data-testid=stAlertContentError]').map(e => e.innerText),
+    texts,
+    details: all('[data-testid=stExpander] pre').map(e => e.textContent).slice(-3),
+  };
+}"""
+
+
+def problems_on_screen(seen: dict, lang: str, meant=lambda text: False) -> list[str]:
+    """What is wrong on a page, from what _READ saw there; ``meant(text)``: an error box the page means."""
+    found = []
+    for text in seen["exceptions"]:
+        found.append(f"Streamlit exception: {_norm(text)[:500]}")
+    for text in seen["errors"]:
+        if not meant(text):
+            found.append(f"error box: {_norm(text)[:300]}")
+    joined = _norm(" ".join(seen["texts"]))
+    for generic_lang in LANGS:
+        if GENERIC[generic_lang] in joined:
+            detail = _norm(seen["details"][-1])[:400] if seen["details"] else ""
+            found.append(f"generic error ({generic_lang}): {detail}")
+    for match in RAW_KEY.finditer(" ".join(seen["texts"])):
+        key = match.group(0).rstrip(".")
+        if key in UI["en"] or key.rsplit(".", 1)[-1] not in FILE_SUFFIXES:
+            found.append(f"raw i18n key: {key}")
+    if lang == "zh":
+        for text in seen["texts"]:
+            if _norm(text) in EN_LABELS:
+                found.append(f"English on a zh page: {_norm(text)!r}")
+        found += [f"English on a zh page: {p!r}" for p in sorted(EN_PHRASES) if p in joined]
+    else:
+        for text in seen["texts"]:
+            if CJK.search(text):
+                found.append(f"Chinese on an en page: {_norm(text)[:120]!r}")
+    return list(dict.fromkeys(found))
+
+
+@dataclass
+class Visit:
+    """One page opened in one language and mode; the problems it found go to ``problems``."""
+
+    mode: str
+    lang: str
+    slug: str
+    problems: list[str]
+    used: set[str] = field(default_factory=set)  # widget keys pressed so far (MEANT_ERRORS)
+    actions: int = 0
+    seen: set[str] = field(default_factory=set)
+
+    @property
+    def name(self) -> str:
+        return f"{self.mode}/{self.lang} /{self.slug}"
+
+    def meant(self, text: str) -> bool:
+        return meant_error(text, self.lang, self.slug, self.used)
+
+    def check(self, page, after: str) -> None:
+        """Read the page and record what is wrong on it, saying which press first showed it."""
+        for problem in problems_on_screen(page.evaluate(_READ), self.lang, self.meant):
+            if problem not in self.seen:
+                self.seen.add(problem)
+                self.problems.append(f"{self.name} after {after}: {problem}")
+
+
+def meant_error(text: str, lang: str, slug: str, used: set[str]) -> bool:
+    """Is ``text`` (an error box) one of MEANT_ERRORS for this page, once the widgets in ``used`` were pressed?"""
+    keys = [
+        key
+        for (page, prefix), allowed in MEANT_ERRORS.items()
+        if page in ("*", slug) and any(k.startswith(prefix) for k in used)
+        for key in allowed
+    ]
+    text = _norm(text)
+    return any(_template_re(UI[lang][k]).search(text) for k in keys if k in UI[lang])
+
+
+# -- finding and pressing things ------------------------------------------------------------------------------
+# Everything a student can press in the page's main area, in document order, each tagged data-tk=<n>.
+_COLLECT = """() => {
+  const main = document.querySelector('[data-testid=stMain]');
+  if (!main) return [];
+  document.querySelectorAll('[data-tk]').forEach(e => e.removeAttribute('data-tk'));
+  const keyOf = el => {
+    for (const c of [el, el && el.parentElement]) {
+      const k = c && [...c.classList].find(x => x.startsWith('st-key-'));
+      if (k) return k.slice(7);
+    }
+    return '';
+  };
+  const label = el => {
+    const c = el.cloneNode(true);
+    c.querySelectorAll('[data-testid=stIconMaterial]').forEach(i => i.remove());
+    return c.textContent.replace(/\\s+/g, ' ').trim().slice(0, 80);
+  };
+  const shown = el => {  // as Playwright sees it: a collapsed expander's content is inert and hidden
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && !el.closest('[inert]')
+      && el.checkVisibility({visibilityProperty: true, opacityProperty: true});
+  };
+  const out = [];
+  let n = 0;
+  const add = (el, kind, key, text, extra = {}) => {
+    el.setAttribute('data-tk', String(n));
+    out.push({n: n++, kind, key, label: text, ...extra});
+  };
+  const q = [
+    '[data-testid=stButton] button', '[data-testid=stDownloadButton] button',
+    '[data-testid=stFormSubmitButton] button', '[data-testid=stCheckbox]', '[data-testid=stRadio]',
+    '[data-testid=stButtonGroup]', '[data-testid=stTabs] [role=tab]', '[data-testid=stExpander] summary',
+  ].join(', ');
+  const tablists = [...main.querySelectorAll('[data-testid=stTabs]')];
+  for (const el of main.querySelectorAll(q)) {
+    if (!shown(el)) continue;
+    const box = el.closest('[data-testid=stElementContainer]');
+    const key = keyOf(box);
+    const disabled = el.disabled || el.getAttribute('aria-disabled') === 'true'
+      || !!el.querySelector('input:disabled');
+    if (el.matches('[role=tab]')) {
+      const tabs = el.closest('[data-testid=stTabs]');
+      const i = [...tabs.querySelectorAll('[role=tab]')].indexOf(el);
+      add(el, 'tab', keyOf(tabs), label(el), {id: `tab:${tablists.indexOf(tabs)}:${i}`, selected: el.getAttribute('aria-selected') === 'true'});
+    } else if (el.matches('summary')) {
+      const exp = el.closest('[data-testid=stExpander]');
+      add(el, 'expander', keyOf(exp), label(el), {id: `expander:${label(el)}`, selected: el.parentElement.open});
+    } else if (el.matches('[data-testid=stRadio]')) {
+      const opts = [...el.querySelectorAll('[data-testid=stRadioOption]')];
+      add(el, 'radio', key, label(el.querySelector('[data-testid=stWidgetLabel]') || el),
+          {options: opts.length, picked: opts.findIndex(o => o.hasAttribute('data-selected') || o.querySelector('input:checked')), disabled});
+    } else if (el.matches('[data-testid=stButtonGroup]')) {
+      const opts = [...el.querySelectorAll('button')];
+      add(el, 'segmented', key, label(el), {options: opts.length, picked: opts.findIndex(o => o.getAttribute('aria-checked') === 'true'), disabled});
+    } else if (el.matches('[data-testid=stCheckbox]')) {
+      add(el, 'toggle', key, label(el), {disabled});
+    } else {
+      add(el, 'button', key, label(el), {disabled});
+    }
+  }
+  return out;
+}"""
+
+
+def _min_slider(page, key: str) -> None:
+    box = page.locator(f".st-key-{key} input[type=range]")
+    if not box.count() or box.first.get_attribute("value") == box.first.get_attribute("min"):
+        return
+    t0 = now(page)
+    box.first.focus()
+    page.keyboard.press("Home")
+    settle(page, t0, expect_run_s=3)
+
+
+def _fill_number(page, key: str, value: int) -> None:
+    box = page.locator(f".st-key-{key} input")
+    if not box.count():
+        return
+    t0 = now(page)
+    box.first.fill(str(value))
+    box.first.press("Enter")
+    settle(page, t0, expect_run_s=3)
+
+
+def _keep_first_tags(page, key: str, keep: int = 1) -> None:
+    tags = page.locator(f".st-key-{key} [data-baseweb=tag]")
+    while tags.count() > keep:
+        t0 = now(page)
+        tags.nth(tags.count() - 1).locator("[role=presentation]").click()
+        settle(page, t0, expect_run_s=3)
+    page.keyboard.press("Escape")
+
+
+# Before a button that starts a load test: the smallest settings the page offers.
+PREPARE = {
+    "proto_load_run": lambda p: (_min_slider(p, "proto_load_c"), _min_slider(p, "proto_load_d"),
+                                 _fill_number(p, "proto_load_cap", 20)),
+    "proto_sweep_run": lambda p: (_keep_first_tags(p, "proto_sweep_levels"), _min_slider(p, "proto_sweep_d")),
+    "proto_check_run": lambda p: (_min_slider(p, "proto_check_c"), _min_slider(p, "proto_check_d")),
+    "proto_stream_run": lambda p: _min_slider(p, "proto_stream_delay"),
+    "batch_run": lambda p: (_min_slider(p, "batch_c"), _min_slider(p, "batch_d")),
+    "ch5_stream": lambda p: _min_slider(p, "ch5_delay"),
+}  # fmt: skip
+
+
+def _select_option(page, key: str, index: int) -> str:
+    page.locator(f".st-key-{key} [role=combobox]").first.click()
+    option = page.get_by_role("option").nth(index)
+    text = option.inner_text().strip()
+    t0 = now(page)
+    option.click()
+    settle(page, t0, expect_run_s=3)
+    return text
+
+
+def _ch7_mistakes(page, visit: Visit) -> None:
+    """Chapter 7's "break it" list: run the tutorial's client once with each mistake."""
+    page.locator(".st-key-ch7_mistake [role=combobox]").first.click()
+    count = page.get_by_role("option").count()
+    page.keyboard.press("Escape")
+    visit.used.add("ch7_mistake")
+    for index in range(1, count):
+        name = _select_option(page, "ch7_mistake", index)
+        t0 = now(page)
+        page.locator(".st-key-ch7_run button").click()
+        settle(page, t0, expect_run_s=5)
+        visit.actions += 2
+        visit.check(page, f"ch7_mistake={name!r} + ch7_run")
+        assert page.locator("[data-testid=stAlertContentError]").count(), (
+            f"{visit.name}: mistake {name!r} showed no error"
+        )
+    _select_option(page, "ch7_mistake", 0)
+
+
+AFTER = {"ch7_run": _ch7_mistakes}
+
+
+HEAVY = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run"})  # load tests
+SHARED = {"_source": "the image picker"}  # one component on many pages: its options are cycled once per pass
+
+
+@dataclass(frozen=True)
+class Scope:
+    """How much of each page one pass presses (the suite has minutes, not hours, on two cores)."""
+
+    # quiz questions answered (and checked) per chapter: each answer reruns a long page, and every question
+    # runs the same code; the banks' text is checked in both languages by test_lessons
+    quiz_questions: int = 2
+    options: bool = True  # every option of radios and segmented controls, and toggles
+    heavy: frozenset = HEAVY  # the load tests that run (at their smallest settings)
+
+
+def _press(page, visit: Visit, item: dict) -> None:
+    """Press one thing (every option of a radio or segmented control, then the one picked before)."""
+    kind, key, n = item["kind"], item["key"], item["n"]
+    what = f"{kind} {key or item['label']!r}"
+    if key:
+        visit.used.add(key)
+    target = page.locator(f'[data-tk="{n}"]')
+    started = time.monotonic()
+    if kind in ("radio", "segmented"):
+        option_q = "[data-testid=stRadioOption]" if kind == "radio" else "button"
+        picked = item["picked"]
+        if key.startswith("tk_quiz_"):
+            order = [0] if picked < 0 else []  # a quiz answer: the first choice
+        else:
+            order = [i for i in range(item["options"]) if i != picked] + ([picked] if picked >= 0 else [])
+        for i in order:  # ... and back to what it was: the rest of the page needs it (the sample photo)
+            box = page.locator(f".st-key-{key}" if key else f'[data-tk="{n}"]')
+            t0 = now(page)
+            box.locator(option_q).nth(i).click()
+            settle(page, t0, expect_run_s=3)
+            visit.actions += 1
+            visit.check(page, f"{what} option {i}")
+        return
+    if kind == "button" and key in PREPARE:
+        PREPARE[key](page)
+        target = page.locator(f".st-key-{key} button").first
+    t0 = now(page)
+    target.click(timeout=10_000)
+    # buttons, toggles and lazy (keyed) containers rerun the script; plain tabs and expanders do not
+    settle(page, t0, expect_run_s=5 if kind in ("button", "toggle") or key else 0)
+    visit.actions += 1
+    if time.monotonic() - started > 3:
+        print(f"  {visit.name}: {what} took {time.monotonic() - started:.1f} s", flush=True)
+    visit.check(page, what)
+    if kind == "button" and key in AFTER:
+        AFTER[key](page, visit)
+
+
+def crawl(page, visit: Visit, scope: Scope, shared: set[str]) -> None:
+    """Press everything in scope once: widgets first, in document order, then the next closed tab or
+    expander (so what a tab or expander reveals is pressed before the next one hides it)."""
+    done: set[str] = set()
+    quiz_left = scope.quiz_questions
+    for _ in range(MAX_ACTIONS):
+        todo = []
+        for item in page.evaluate(_COLLECT):
+            kind, key = item["kind"], item["key"]
+            item_id = item.get("id") or f"{kind}:{key or item['label']}"
+            component = next((name for suffix, name in SHARED.items() if key.endswith(suffix)), None)
+            skip = (
+                item_id in done
+                or item.get("disabled")
+                or (kind in ("tab", "expander") and item["selected"])
+                or (kind == "radio" and key.startswith("tk_quiz_") and quiz_left <= 0)
+                or (
+                    not scope.options
+                    and kind in ("radio", "segmented", "toggle")
+                    and not key.startswith("tk_quiz")
+                )
+                or (kind == "button" and key in HEAVY and key not in scope.heavy)
+                or (component is not None and component in shared)
+            )
+            if not skip:
+                todo.append((kind in ("tab", "expander"), item["n"], item_id, component, item))
+        if not todo:
+            return
+        _, _, item_id, component, item = min(todo, key=lambda x: x[:2])
+        done.add(item_id)
+        if item["kind"] == "radio" and item["key"].startswith("tk_quiz_"):
+            quiz_left -= 1
+        _press(page, visit, item)
+        if component is not None:
+            shared.add(component)
+    visit.problems.append(f"{visit.name}: still finding new things to press after {MAX_ACTIONS} presses")
+
+
+# -- pages --------------------------------------------------------------------------------------------------------
+def open_page(context, base: str, slug: str, lang: str):
+    page = context.new_page()
+    page.add_init_script(_WATCH_RUNS)
+    page.goto(f"{base}/{slug}?lang={lang}", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=60_000)
+    wait_server_up(page)
+    return page
+
+
+def wait_server_up(page, timeout: float = SERVER_TIMEOUT_S) -> None:
+    """The sidebar says the server is up (its green status box), and the page's run after that is done."""
+    try:
+        page.wait_for_selector(
+            "[data-testid=stSidebar] [data-testid=stAlertContentSuccess]", timeout=timeout * 1000
+        )
+    except Exception as exc:  # noqa: BLE001 - say what the sidebar says instead
+        side = page.locator("[data-testid=stSidebar]").inner_text()
+        raise AssertionError(
+            f"the server was not up after {timeout:.0f} s; the sidebar says:\n{side[-1500:]}"
+        ) from exc
+    settle(page)
+
+
+def shoot(page, name: str) -> None:
+    """The whole page (Streamlit scrolls inside its main block, so grow the viewport first)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stMainBlockContainer]')]"
+        ".map(e => e.scrollHeight), 900)"
+    )
+    page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 9000)})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size({"width": 1400, "height": 900})
+
+
+def sidebar_controls(page, visit: Visit) -> None:
+    """The sidebar's lazy expanders (models, log) and the auto-restart toggle (off, then on again)."""
+    side = page.locator("[data-testid=stSidebar]")
+    for summary in side.locator("[data-testid=stExpander] summary").all():
+        t0 = now(page)
+        summary.click()
+        settle(page, t0, expect_run_s=3)
+        visit.actions += 1
+        visit.check(page, f"sidebar expander {summary.inner_text().strip()!r}")
+    toggle = side.locator(".st-key-tk_auto_restart label")
+    for state in ("off", "on"):
+        if toggle.count():
+            t0 = now(page)
+            toggle.first.click()
+            settle(page, t0, expect_run_s=3)
+            visit.actions += 1
+            visit.check(page, f"sidebar auto-restart {state}")
+
+
+class Pass:
+    """One language in one mode: one browser tab that goes from page to page through the sidebar's
+    navigation, as a student does (a fresh tab per page would cost seconds each)."""
+
+    def __init__(self, browser, base: str, mode: str, lang: str, scope: Scope) -> None:
+        self.base, self.mode, self.lang, self.scope = base, mode, lang, scope
+        self.context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+        self.page = None
+        self.problems: list[str] = []
+        self.timings: dict[str, dict] = {}
+        self.shared: set[str] = set()
+
+    def open(self, slug: str):
+        """A fresh tab on ``slug`` (a new Streamlit session)."""
+        return open_page(self.context, self.base, slug, self.lang)
+
+    def _go(self, slug: str) -> None:
+        if self.page is None:
+            self.page = self.open(slug)
+            return
+        link = self.page.locator(f'[data-testid=stSidebarNav] a[href="{self.base}/{slug}"]')
+        t0 = now(self.page)
+        link.click()
+        self.page.wait_for_url(
+            re.compile(rf"^{re.escape(self.base)}/{re.escape(slug)}(\?.*)?$"), timeout=30_000
+        )
+        settle(self.page, t0, expect_run_s=5)
+        wait_server_up(self.page)
+
+    def visit(self, slug: str, shot: bool = False) -> None:
+        t0 = time.monotonic()
+        self._go(slug)
+        page, visit = self.page, Visit(self.mode, self.lang, slug, self.problems)
+        assert f"lang={self.lang}" in page.url, f"{visit.name}: the language was lost on the way: {page.url}"
+        visit.check(page, "opening")
+        if not slug:
+            sidebar_controls(page, visit)
+        crawl(page, visit, self.scope, self.shared)
+        if shot or any(p.startswith(visit.name) for p in self.problems):
+            shoot(page, f"click_{self.mode}_{slug or 'home'}_{self.lang}")
+        self.timings[f"{self.mode}/{self.lang}/{slug or 'home'}"] = {
+            "s": round(time.monotonic() - t0, 1),
+            "presses": visit.actions,
+        }
+        print(f"{visit.name}: {time.monotonic() - t0:.1f} s, {visit.actions} presses", flush=True)
+
+    def close(self) -> None:
+        self.context.close()
+
+    def report(self, extra: list[str] = ()) -> None:
+        problems = [*extra, *self.problems]
+        name = f"{self.mode}-{self.lang}"
+        out = ROOT / "artifacts" / "click_everything.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        data = json.loads(out.read_text()) if out.exists() else {}
+        data[name] = {"problems": problems, "timings": self.timings}
+        out.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+        total = sum(t["s"] for t in self.timings.values())
+        presses = sum(t["presses"] for t in self.timings.values())
+        print(f"{name}: {len(self.timings)} pages, {presses} presses, {total:.0f} s")
+        assert not problems, f"{len(problems)} problem(s) on screen:\n" + "\n".join(problems[:80])
+
+
+# -- the app, once per mode ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def embedded_app():
+    """The app with its own embedded server (no TRITON_* URL in its environment)."""
+    env = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}
+    with conftest.streamlit_app(env, log_name="streamlit-click-embedded.log") as (url, proc):
+        yield url, proc
+
+
+@pytest.fixture(scope="module")
+def remote_app(server):
+    """The app pointed at the session's server, as a remote one."""
+    env = {"TRITON_HTTP_URL": server.http_url, "TRITON_GRPC_URL": server.grpc_url}
+    with conftest.streamlit_app(env, log_name="streamlit-click-remote.log") as (url, proc):
+        yield url
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_click_everything_zh(embedded_app, browser):
+    """Every page in Chinese (the default), everything pressed: options, load tests, two quiz answers per chapter."""
+    run = Pass(browser, embedded_app[0], "embedded", "zh", Scope())
+    try:
+        for slug in SLUGS:
+            run.visit(slug, shot=True)
+    finally:
+        run.close()
+    run.report()
+
+
+def _kill_tritonserver(streamlit_pid: int) -> int:
+    """Kill the app's tritonserver (a descendant of the Streamlit process this module started)."""
+    import signal
+
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        names[pid] = text[text.index("(") + 1 : text.rindex(")")]
+        parents[pid] = int(text[text.rindex(")") + 2 :].split()[1])
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == streamlit_pid:
+                return True
+        return False
+
+    victims = [pid for pid, name in names.items() if name == "tritonserver" and descends(pid)]
+    assert len(victims) == 1, f"the app's tritonserver: expected one process, found {victims}"
+    os.kill(victims[0], signal.SIGKILL)
+    return victims[0]
+
+
+def _flow_send(run: Pass, when: str, restart=None) -> str:
+    """In a fresh tab (no earlier run on screen), restart the server the way ``restart`` does, then send one
+    request in the flow lab; where its timeline came from, as the page says."""
+    page = run.open("lab-flow")
+    visit = Visit(run.mode, run.lang, "lab-flow", run.problems)
+    try:
+        if restart is not None:
+            restart(page)
+            visit.check(page, when)
+        t0 = now(page)
+        page.locator(".st-key-flow_send button").click()
+        settle(page, t0, expect_run_s=5)
+        visit.check(page, f"flow_send {when}")
+        text = _norm(page.locator("[data-testid=stMain]").inner_text())
+        shoot(page, f"click_restart_lab-flow_{when.replace(' ', '-')}_{run.lang}")
+    finally:
+        page.close()
+    for source in ("trace", "statistics", "recorded"):
+        if _norm(UI[run.lang][f"lab_flow.source_{source}"]) in text:
+            return source
+    return "none"
+
+
+def _restart_button(page) -> None:
+    """The sidebar's restart button; the poller shows "restarting", then the page comes back by itself."""
+    lang = "zh" if "lang=zh" in page.url else "en"
+    button = page.locator("[data-testid=stSidebar] [data-testid=stButton] button").filter(
+        has_text=UI[lang]["sidebar.restart"]
+    )
+    t0 = now(page)
+    button.click()
+    settle(page, t0, expect_run_s=5)
+    _wait_down_then_up(page)
+
+
+def _wait_down_then_up(page) -> None:
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=stSidebar] [data-testid=stAlertContentSuccess]')",
+        timeout=30_000,
+    )
+    wait_server_up(page)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_click_everything_en_after_restarts(embedded_app, browser):
+    """The embedded server restarted from the sidebar, then killed and brought back by auto-restart: the
+    flow lab traces live after each; then every page in English: its buttons, tabs and expanders, one quiz
+    answer per chapter (radio options, toggles and load tests ran in Chinese)."""
+    url, proc = embedded_app
+    run = Pass(browser, url, "restart", "en", Scope(quiz_questions=1, options=False, heavy=frozenset()))
+    try:
+        sources = {
+            "before a restart": _flow_send(run, "before a restart"),
+            "after the restart button": _flow_send(run, "after the restart button", _restart_button),
+            "after auto-restart": _flow_send(
+                run,
+                "after auto-restart",
+                lambda page: (_kill_tritonserver(proc.pid), _wait_down_then_up(page)),
+            ),
+        }
+        for slug in SLUGS:
+            run.visit(slug, shot=slug in ("ch2", "ch3", "ch8"))
+    finally:
+        run.close()
+    not_live = [
+        f"restart/en /lab-flow: flow_send {when} showed the {source} timeline, not a live trace"
+        for when, source in sources.items()
+        if source != "trace"
+    ]
+    run.report(not_live)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_click_everything_remote(remote_app, browser):
+    """The app pointed at a remote server, in Chinese: every page's buttons, tabs and expanders (the batching
+    lab's run included). A demo that needs the embedded server's control API says so in Chinese: no
+    generic error, no error box the page did not mean."""
+    run = Pass(
+        browser,
+        remote_app,
+        "remote",
+        "zh",
+        Scope(quiz_questions=0, options=False, heavy=frozenset({"batch_run"})),
+    )
+    try:
+        for slug in SLUGS:
+            if slug:
+                run.visit(slug)
+    finally:
+        run.close()
+    run.report()
+
+
+def test_the_checks_catch_what_they_should():
+    """The page checks themselves, on text a page could show (no browser): each kind of problem is found,
+    and what a page legitimately shows is not."""
+
+    def seen(texts=(), errors=(), exceptions=(), details=()):
+        return {
+            "texts": list(texts),
+            "errors": list(errors),
+            "exceptions": list(exceptions),
+            "details": list(details),
+        }
+
+    zh, en = UI["zh"], UI["en"]
+    fine_zh = seen(
+        [zh["quiz.title"], "image_classifier", "config.pbtxt", "model_repository/classifier/1/model.py"]
+    )
+    assert problems_on_screen(fine_zh, "zh") == []
+    assert problems_on_screen(seen([en["quiz.title"], "English"]), "en") == []
+    # an English UI string on a zh page, whole or as a phrase inside a longer text
+    assert problems_on_screen(seen([en["quiz.check"]]), "zh") == [
+        f"English on a zh page: {en['quiz.check']!r}"
+    ]
+    assert problems_on_screen(seen(["结果：" + en["lab_flow.source_recorded"]]), "zh")
+    # Chinese on an en page; a raw key in either language
+    assert problems_on_screen(seen([zh["quiz.title"]]), "en")
+    assert problems_on_screen(seen(["ch4.send"]), "en") == ["raw i18n key: ch4.send"]
+    assert problems_on_screen(seen(["lab_flow.no_such_code"]), "zh") == [
+        "raw i18n key: lab_flow.no_such_code"
+    ]
+    # the generic message, with the detail under it
+    generic = seen(
+        [zh["error.unexpected"]], errors=[zh["error.unexpected"]], details=["StreamlitAPIException: boom"]
+    )
+    assert problems_on_screen(generic, "zh") == [
+        f"error box: {_norm(zh['error.unexpected'])}",
+        "generic error (zh): StreamlitAPIException: boom",
+    ]
+    assert problems_on_screen(seen(exceptions=["Traceback"]), "en") == ["Streamlit exception: Traceback"]
+    # an error box is allowed only where MEANT_ERRORS says so, and only once its widget was pressed
+    verdict = "⛔ " + en["ch2.invalid"].replace("{n}", "2")
+    assert meant_error(verdict, "en", "ch2", {"ch2_swap"})
+    assert not meant_error(verdict, "en", "ch2", set())
+    assert not meant_error(verdict, "en", "ch3", {"ch2_swap"})
+    assert not meant_error(en["error.unexpected"], "en", "ch7", {"ch7_mistake"})
