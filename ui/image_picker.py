@@ -25,7 +25,7 @@ def pick_image(key: str) -> bytes | None:
         st.segmented_control(
             t("image.source"),
             options=list(SOURCES),
-            format_func=lambda s: t(f"image.source_{s}"),
+            format_func={s: t(f"image.source_{s}") for s in SOURCES}.get,  # labels in this run's language
             default="sample",
             key=f"{key}_source",
         )

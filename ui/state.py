@@ -42,10 +42,17 @@ def t(key: str, **kw: Any) -> str:
     return lessons.t(key, lang(), **kw)
 
 
-def protocol_label(protocol: str) -> str:
+def protocol_label(protocol: str, language: str | None = None) -> str:
     """How a protocol id ("grpc", "http", "http-json", ...) is written on screen: "gRPC", "HTTP", ..."""
-    label = t(f"protocol.{protocol}")
+    label = lessons.t(f"protocol.{protocol}", language or lang())
     return protocol if label == f"protocol.{protocol}" else label
+
+
+def protocol_labeller() -> Callable[[str], str]:
+    """``protocol_label`` fixed to this run's language: a widget's format_func may be called later, outside
+    the script run (AppTest does), where the session's language is out of reach."""
+    language = lang()
+    return lambda protocol: protocol_label(protocol, language)
 
 
 # -- selected model --------------------------------------------------------------------------

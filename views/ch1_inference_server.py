@@ -79,7 +79,7 @@ def order_a_meal() -> None:
         protocol = st.radio(
             t("classify.protocol"),
             ["grpc", "http"],
-            format_func=state.protocol_label,
+            format_func=state.protocol_labeller(),
             horizontal=True,
             key="ch1_protocol",
         )

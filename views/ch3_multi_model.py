@@ -76,7 +76,6 @@ def cascade() -> None:
     cols = st.columns(2)
     for col, (model, call) in zip(cols, results.items(), strict=False):
         with col:
-            st.markdown(f"**{model}**")
             show_classification(call.result)
             if call.answer_tier is not None:
                 kind = "ensemble" if model == "cascade_ensemble" else "bls"

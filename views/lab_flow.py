@@ -32,7 +32,7 @@ c1, c2, c3 = st.columns([2, 1, 2])
 model = c1.selectbox(t("lab_flow.model"), names, index=names.index(default), key="flow_model",
                      placeholder=t("widget.choose"))
 protocol = c2.radio(t("lab_flow.protocol"), ["grpc", "http"], horizontal=True, key="flow_protocol",
-                    format_func=state.protocol_label)
+                    format_func=state.protocol_labeller())
 pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
 pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
 image = pick_image("flow")

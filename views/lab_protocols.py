@@ -13,7 +13,7 @@ from triton_kitchen import bench, protocols
 from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import state, tables
 from ui.image_picker import pick_image
-from ui.state import protocol_label, t
+from ui.state import protocol_label, protocol_labeller, t
 
 COLORS = {"http-json": "#d62728", "http-binary": "#1f77b4", "grpc": "#2ca02c",
           "grpc-stream": "#2ca02c", "http-sse": "#ff7f0e"}
@@ -150,7 +150,7 @@ def _bench_table(results: list[bench.BenchResult]) -> None:
 # -- bounded load --------------------------------------------------------------------------------------
 with tab_load:
     l1, l2, l3, l4 = st.columns(4)
-    chosen = l1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS), format_func=protocol_label,
+    chosen = l1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS), format_func=protocol_labeller(),
                             default=list(protocols.PROTOCOLS), key="proto_load_protocols",
                             placeholder=t("widget.choose"))
     conc = l2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_load_c")
@@ -200,7 +200,7 @@ with tab_load:
 with tab_sweep:
     s1, s2, s3 = st.columns(3)
     sweep_protocols = s1.multiselect(t("lab_protocols.protocols"), list(protocols.PROTOCOLS),
-                                     format_func=protocol_label, default=["http-binary", "grpc"],
+                                     format_func=protocol_labeller(), default=["http-binary", "grpc"],
                                      key="proto_sweep_protocols", placeholder=t("widget.choose"))
     levels = s2.multiselect(t("lab_protocols.levels"), [1, 2, 4, 8, 16], default=[1, 4, 16], key="proto_sweep_levels",
                             placeholder=t("widget.choose"))
@@ -250,7 +250,7 @@ with tab_check:
     st.caption(t("lab_protocols.check_help"))
     k1, k2, k3 = st.columns(3)
     kp = k1.radio(t("lab_protocols.protocol"), ["http-binary", "grpc"], key="proto_check_p", horizontal=True,
-                  format_func=protocol_label)
+                  format_func=protocol_labeller())
     kc = k2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_check_c")
     kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d")
     if st.button(t("lab_protocols.run_check"), type="primary", key="proto_check_run",
