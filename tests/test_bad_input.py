@@ -102,7 +102,7 @@ def test_fifty_megabyte_upload_is_refused_before_it_reaches_the_server():
         ("tensor_name", "wrong_tensor_name"),
         ("dtype", "wrong_dtype"),
         ("shape", "wrong_shape"),
-        ("dead_server", "server_unreachable"),
+        ("dead_server", "nothing_listening"),
     ],
 )
 @pytest.mark.parametrize("protocol", ["http", "grpc"])

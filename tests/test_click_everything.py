@@ -136,8 +136,7 @@ MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
         "error.wrong_tensor_name",
         "error.wrong_dtype",
         "error.wrong_shape",
-        "error.server_unreachable",
-        "error.server_unreachable_remote",  # the same mistake while the app uses a remote server
+        "error.nothing_listening",  # the "dead server" mistake: a closed port, on purpose
     ),  # fmt: skip
     ("*", "tk_quiz_"): ("quiz.wrong",),  # a wrong quiz answer
 }

@@ -115,3 +115,23 @@ def test_ch3_cascade_readout_says_both_tiers_ran_in_the_ensemble(remote, lang):
     assert len(runs) == 2 and "1" in runs[0]
     dag = build_dag("cascade_ensemble", repo.DEFAULT_REPOSITORY, validate=False)
     assert {"classifier_coarse", "classifier"} <= {s.model for s in dag.steps}
+
+
+def test_a_server_without_control_api_is_named_as_such(server):
+    """Remote mode: the batching lab's reload and the flow lab's edited config need the repository API;
+    a server that refuses it (here: the session's, without its key) gets its own code, not "load failed"."""
+    from triton_kitchen import batching, flow
+    from triton_kitchen.server import Endpoint
+
+    remote = Endpoint.remote(server.http_url, server.grpc_url)
+    with pytest.raises(batching.BatchingError) as err:
+        batching.load_model(remote, batching.MODEL)
+    assert err.value.code == "no_control_api", err.value
+    text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text()
+    with pytest.raises(flow.FlowError) as ferr:
+        flow.send_config(remote, text)
+    assert ferr.value.code == "no_control_api", ferr.value.detail
+    for lang in ("zh", "en"):
+        assert lessons.t("lab_batching.error_no_control_api", lang) != "lab_batching.error_no_control_api"
+        assert lessons.t("lab_flow.no_control_api", lang) != "lab_flow.no_control_api"
+    assert not repo.control_api_refused("in ensemble E, input X in model M is not mapped")

@@ -152,7 +152,10 @@ def load_model(endpoint: Endpoint, model: str = MODEL, config: dict | None = Non
             message = json.loads(raw).get("error", raw.decode(errors="replace"))
         except ValueError:
             message = raw.decode(errors="replace")
-        raise BatchingError(f"load {model}: HTTP {resp.status}: {message}")
+        from triton_kitchen.repository import control_api_refused
+
+        code = "no_control_api" if control_api_refused(str(message)) else "load_failed"
+        raise BatchingError(f"load {model}: HTTP {resp.status}: {message}", code)
 
 
 def _batching_view(cfg: dict) -> tuple:

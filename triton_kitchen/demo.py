@@ -132,10 +132,14 @@ def run_tutorial(
         run.ms = (time.perf_counter() - t0) * 1000
         run.error = exc.message() or str(exc)
         run.error_code = error_code(exc)
+        if mistake == "dead_server" and run.error_code == "server_unreachable":
+            run.error_code = "nothing_listening"  # a closed port on purpose, not "your server is down"
         return run
     except (OSError, ConnectionError) as exc:
         run.ms = (time.perf_counter() - t0) * 1000
-        run.error, run.error_code = str(exc) or type(exc).__name__, "server_unreachable"
+        # the dead_server mistake aims at a closed port on purpose: say that, not "your server is down"
+        code = "nothing_listening" if mistake == "dead_server" else "server_unreachable"
+        run.error, run.error_code = str(exc) or type(exc).__name__, code
         return run
     run.ms = (time.perf_counter() - t0) * 1000
     run.ok = True

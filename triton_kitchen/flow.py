@@ -225,7 +225,10 @@ def send_config(
                 headers=endpoint.headers,
             )
         except Exception as exc:  # Triton's own load error, shown verbatim by the page
-            raise FlowError("load_failed", str(exc)) from exc
+            from triton_kitchen.repository import control_api_refused
+
+            code = "no_control_api" if control_api_refused(str(exc)) else "load_failed"
+            raise FlowError(code, str(exc)) from exc
         try:
             return send(endpoint, name, image=image, protocol=protocol, dag=dag)
         finally:

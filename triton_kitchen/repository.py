@@ -472,3 +472,14 @@ def _dtype_str(value) -> str:
     if value is None:
         return "?"
     return str(value).removeprefix("TYPE_")
+
+
+# Triton's words when a client may not use the repository (model control) API: the API is restricted to a
+# header this client lacks (--http-restricted-api), or the server is not in explicit model-control mode.
+_CONTROL_REFUSALS = ("api is restricted", "load / unload is not allowed")
+
+
+def control_api_refused(message: str) -> bool:
+    """True when Triton's error ``message`` says this client may not load or unload models at all."""
+    text = message.lower()
+    return any(r in text for r in _CONTROL_REFUSALS)

@@ -53,7 +53,8 @@ if run:
                                                       progress=lambda n, p: (watch(), progress(n, p)))))
     except batching.BatchingError as exc:
         key = f"lab_batching.error_{exc.code}"
-        st.error(t(key))
+        # a server that does not let the app reload models is a limit of that server, not a failure
+        (st.warning if exc.code == "no_control_api" else st.error)(t(key))
         with st.expander(t("error.details")):
             st.code(str(exc), language=None, wrap_lines=True)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page
