@@ -79,7 +79,12 @@ def _speed() -> None:
         kinds = [k for k, v in times.items() if v]
         medians = [statistics.median(times[k]) for k in kinds]
         fig = go.Figure(
-            go.Bar(x=kinds, y=medians, text=[f"{m:.1f} ms" for m in medians], marker_color="#76b900")
+            go.Bar(
+                x=[state.protocol_label(k) for k in kinds],
+                y=medians,
+                text=[f"{m:.1f} ms" for m in medians],
+                marker_color="#76b900",
+            )
         )
         fig.update_layout(height=240, yaxis_title=t("ch8.m4_axis"), margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
