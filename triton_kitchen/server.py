@@ -21,12 +21,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port  # noqa: F401 - re-exported
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
-DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 RESTRICTED_HEADER = "triton-kitchen-key"
 RESTRICTED_CATEGORIES = "model-repository,trace"
 
@@ -119,43 +119,6 @@ def probe_kserve(http_url: str, timeout: float = 1.0) -> bool:
             return resp.status == 200
     except (OSError, urllib.error.URLError, ValueError, http.client.HTTPException):
         return False  # refused, timed out, or not HTTP at all (a gRPC port answers with HTTP/2 frames)
-
-
-@dataclass
-class Endpoint:
-    """Where a Triton server answers: ``host:port`` for HTTP and gRPC, plus how we got there."""
-
-    http_url: str
-    grpc_url: str
-    embedded: bool = False
-    metrics_url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_env(cls) -> Endpoint | None:
-        """A remote server from ``TRITON_HTTP_URL`` / ``TRITON_GRPC_URL``, or None when neither is set."""
-        http = os.environ.get("TRITON_HTTP_URL", "").strip()
-        grpc = os.environ.get("TRITON_GRPC_URL", "").strip()
-        if not http and not grpc:
-            return None
-        return cls.remote(http, grpc)
-
-    @classmethod
-    def remote(cls, http_url: str = "", grpc_url: str = "") -> Endpoint:
-        """A remote server; a URL not given is the other one's host on Triton's default port."""
-        http = host_port(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
-        grpc = host_port(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
-        return cls(http_url=http, grpc_url=grpc, embedded=False)
-
-
-def host_port(url: str) -> str:
-    """``http://host:8000/`` -> ``host:8000``: what the clients want (scheme and path dropped)."""
-    return url.strip().split("://", 1)[-1].split("/", 1)[0].strip()
-
-
-def _swap_port(url: str, port: int) -> str:
-    host = host_port(url).rsplit(":", 1)[0]
-    return f"{host}:{port}"
 
 
 class EmbeddedServer:

@@ -1,0 +1,54 @@
+"""The one KServe REST module, against the real embedded server."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_kitchen import kserve
+from triton_kitchen.server import free_port
+
+
+def test_health_metadata_config_and_statistics(server):
+    ep = server.endpoint
+    assert kserve.live(ep) and kserve.ready(ep) and kserve.model_ready(ep, "classifier")
+    assert not kserve.model_ready(ep, "no_such_model")
+    assert kserve.server_metadata(ep)["name"] == "triton"
+    meta = kserve.model_metadata(ep, "classifier")
+    assert meta["name"] == "classifier" and meta["inputs"]
+    assert kserve.model_config(ep, "classifier")["name"] == "classifier"
+    stats = kserve.statistics(ep, "classifier")["model_stats"]
+    assert stats[0]["name"] == "classifier"
+    assert {m["name"] for m in kserve.statistics(ep)["model_stats"]} >= {"classifier", "preprocess"}
+
+
+def test_nothing_listening_is_not_live_and_raises_connection():
+    dead = f"127.0.0.1:{free_port()}"
+    assert not kserve.live(dead, timeout=0.5)
+    with pytest.raises(kserve.KServeError) as info:
+        kserve.model_config(dead, "classifier", timeout=0.5)
+    assert info.value.code == "connection"
+
+
+def test_an_unknown_model_is_triton_s_own_message(server):
+    with pytest.raises(kserve.KServeError) as info:
+        kserve.model_config(server.endpoint, "no_such_model")
+    assert info.value.code == "http" and info.value.status == 404
+    assert "no_such_model" in info.value.detail
+
+
+def test_repository_api_needs_the_key(server):
+    index = kserve.repository_index(server.endpoint)
+    assert any(m["name"] == "classifier" and m["state"] == "READY" for m in index)
+    with pytest.raises(kserve.KServeError) as info:
+        kserve.repository_index(server.http_url)  # the address alone: no key
+    assert info.value.code == "no_control_api"
+
+
+def test_trace_settings_read_and_write(server):
+    ep = server.endpoint
+    before = kserve.trace_settings(ep, "preprocess")
+    assert "trace_level" in before
+    now = kserve.update_trace_settings(ep, {"trace_rate": "7"}, model="preprocess")
+    assert now["trace_rate"] == "7"
+    kserve.update_trace_settings(ep, {"trace_rate": None}, model="preprocess")
+    assert kserve.trace_settings(ep, "preprocess")["trace_rate"] == before["trace_rate"]

@@ -1,0 +1,57 @@
+"""Where a Triton server answers: an :class:`Endpoint` (HTTP and gRPC ``host:port``, headers) and URL helpers.
+
+The bottom layer: it imports nothing of the project, so every client module can use it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
+
+
+@dataclass
+class Endpoint:
+    """Where a Triton server answers: ``host:port`` for HTTP and gRPC, plus how we got there."""
+
+    http_url: str
+    grpc_url: str
+    embedded: bool = False
+    metrics_url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> Endpoint | None:
+        """A remote server from ``TRITON_HTTP_URL`` / ``TRITON_GRPC_URL``, or None when neither is set."""
+        http = os.environ.get("TRITON_HTTP_URL", "").strip()
+        grpc = os.environ.get("TRITON_GRPC_URL", "").strip()
+        if not http and not grpc:
+            return None
+        return cls.remote(http, grpc)
+
+    @classmethod
+    def remote(cls, http_url: str = "", grpc_url: str = "") -> Endpoint:
+        """A remote server; a URL not given is the other one's host on Triton's default port."""
+        http = host_port(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
+        grpc = host_port(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
+        return cls(http_url=http, grpc_url=grpc, embedded=False)
+
+
+def host_port(url: str) -> str:
+    """``http://host:8000/`` -> ``host:8000``: what the clients want (scheme and path dropped)."""
+    return url.strip().split("://", 1)[-1].split("/", 1)[0].strip()
+
+
+def _swap_port(url: str, port: int) -> str:
+    host = host_port(url).rsplit(":", 1)[0]
+    return f"{host}:{port}"
+
+
+def split_host_port(url: str) -> tuple[str, int]:
+    """``http://host:8000/`` -> ``("host", 8000)``; raises ValueError without a port."""
+    url = host_port(url)
+    host, _, port = url.rpartition(":")
+    if not host:
+        raise ValueError(f"address {url!r} needs host:port")
+    return host.strip("[]"), int(port)
