@@ -1,0 +1,352 @@
+"""A dynamic-batching simulator: Triton's batcher rules as deterministic discrete-event code.
+
+Requests arrive (closed loop with ``concurrency`` clients, a constant or Poisson ``rate``, or an explicit list),
+wait in one queue, and leave it in batches that the rules of Triton's dynamic batcher form: in arrival order, up
+to ``max_batch_size`` inferences; at once when the batch is full (``max_batch_size``, or the largest preferred
+batch size), else when the oldest request has waited ``max_queue_delay_microseconds``, then cut to the largest
+preferred size that can be formed, if any. A batch starts only on a free instance. Without dynamic batching every
+request is its own execution. Service time per batch size comes from :class:`ServiceModel` (calibrated from the
+live server by :mod:`triton_kitchen.calibration`), plus the time spent outside the server per request.
+
+Everything is simulated, never measured: results say so (``"kind": "simulated"``). Same inputs, same seed, same
+result.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+MAX_REQUESTS = 200_000
+
+
+@dataclass(frozen=True)
+class BatcherConfig:
+    """The parts of a model config that decide how requests become executions."""
+
+    max_batch_size: int = 8
+    dynamic_batching: bool = True
+    preferred_batch_sizes: tuple[int, ...] = ()
+    max_queue_delay_us: int = 0
+    instances: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_batch_size < 1:
+            raise ValueError("max_batch_size must be at least 1 (a model with 0 does not batch)")
+        if self.instances < 1:
+            raise ValueError("instances must be at least 1")
+        if self.max_queue_delay_us < 0:
+            raise ValueError("max_queue_delay_us must be >= 0")
+        if any(p < 1 or p > self.max_batch_size for p in self.preferred_batch_sizes):
+            raise ValueError("every preferred batch size must be in 1..max_batch_size")
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    """How long an execution takes: ``batch_ms`` per batch size (compute input + infer + output), linear
+    between and beyond the sizes given; ``outside_ms``: a request's round trip outside the server (client,
+    network, serialization), half before the server sees it and half after it answers. ``parallelism``:
+    how many executions the machine runs at once at full speed (on a 2-core CPU with a model that uses both
+    cores, 1: two instances then share the cores); None means unlimited (one GPU stream per instance, say)."""
+
+    batch_ms: dict[int, float]
+    outside_ms: float = 0.0
+    parallelism: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.batch_ms or any(s < 1 or ms < 0 for s, ms in self.batch_ms.items()):
+            raise ValueError("batch_ms needs at least one batch size >= 1 with a time >= 0")
+
+    def service_ms(self, size: int) -> float:
+        points = sorted(self.batch_ms.items())
+        if size in self.batch_ms:
+            return self.batch_ms[size]
+        if len(points) == 1:
+            (s0, t0), = points
+            return t0 * size / s0  # one point: proportional (no fixed cost known)
+        lo = [p for p in points if p[0] < size]
+        hi = [p for p in points if p[0] > size]
+        (s0, t0), (s1, t1) = (lo[-1], hi[0]) if lo and hi else (points[-2], points[-1]) if lo else points[:2]
+        return max(0.0, t0 + (t1 - t0) * (size - s0) / (s1 - s0))
+
+
+@dataclass
+class SimRequest:
+    id: int
+    size: int  # inferences in the request (its batch dimension)
+    arrival_ms: float  # when the server received it
+    name: str = ""
+    client: int | None = None
+    start_ms: float | None = None
+    end_ms: float | None = None
+    batch: int | None = None
+    instance: int | None = None
+
+    @property
+    def queue_ms(self) -> float:
+        return (self.start_ms or 0.0) - self.arrival_ms
+
+    @property
+    def server_ms(self) -> float:
+        return (self.end_ms or 0.0) - self.arrival_ms
+
+
+@dataclass
+class SimBatch:
+    id: int
+    instance: int
+    start_ms: float
+    end_ms: float
+    requests: list[int]
+    size: int  # inferences
+
+
+@dataclass
+class SimResult:
+    config: BatcherConfig
+    service: ServiceModel
+    requests: list[SimRequest]
+    batches: list[SimBatch]
+    warmup: int = 0  # requests left out of the summary (closed-loop start-up)
+    arrivals: str = ""
+    summary: dict = field(default_factory=dict)
+
+    def measured(self) -> list[SimRequest]:
+        done = sorted((r for r in self.requests if r.end_ms is not None), key=lambda r: r.end_ms)
+        return done[self.warmup :] or done
+
+    def to_json(self) -> dict:
+        return self.summary
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _summarize(result: SimResult) -> dict:
+    done = result.measured()
+    outside = result.service.outside_ms
+    latencies = [r.server_ms + outside for r in done]
+    # a steady-state rate: answers after the window opened, over the window (it opens at the last warm-up
+    # answer, or at the first answer when there is no warm-up)
+    ends = sorted(r.end_ms for r in result.requests if r.end_ms is not None)
+    opened = ends[result.warmup - 1] if result.warmup else (ends[0] if ends else 0.0)
+    counted = sum(1 for t in ends if t > opened + 1e-9)
+    span = (ends[-1] - opened) if ends else 0.0
+    throughput = counted / span * 1000 if span > 0 else 0.0
+    batch_ids = {r.batch for r in done}
+    batches = [b for b in result.batches if b.id in batch_ids]
+    histogram = Counter(b.size for b in batches)
+    inferences = sum(r.size for r in done)
+    return {
+        "kind": "simulated",
+        "arrivals": result.arrivals,
+        "requests": len(done),
+        "throughput_rps": throughput,
+        "latency_ms": {"p50": _percentile(latencies, 50), "p99": _percentile(latencies, 99)},
+        "mean_latency_ms": sum(latencies) / len(latencies) if latencies else None,
+        "mean_batch": inferences / len(batches) if batches else None,
+        "batch_histogram": {int(k): v for k, v in sorted(histogram.items())},
+        "queue_ms": sum(r.queue_ms for r in done) / len(done) if done else None,
+        "compute_ms": (sum(r.end_ms - r.start_ms for r in done) / len(done)) if done else None,
+        "outside_ms": outside,
+        "calibration": {int(k): v for k, v in sorted(result.service.batch_ms.items())},
+    }
+
+
+class _Engine:
+    """The event loop: arrivals, batch completions and delay timers in time order."""
+
+    def __init__(self, config: BatcherConfig, service: ServiceModel) -> None:
+        self.config = config
+        self.service = service
+        self.queue: list[SimRequest] = []
+        self.free = list(range(config.instances))
+        self.running = 0
+        self.events: list[tuple[float, int, int, str, object]] = []  # (time, priority, seq, kind, payload)
+        self.seq = 0
+        self.requests: list[SimRequest] = []
+        self.batches: list[SimBatch] = []
+        self.timer_at: float | None = None
+        self.on_done = None  # callback(request, now) for closed loops
+
+    def push(self, t: float, kind: str, payload: object, priority: int = 1) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, priority, self.seq, kind, payload))
+
+    def arrive(self, req: SimRequest) -> None:
+        self.requests.append(req)
+        self.push(req.arrival_ms, "arrive", req)
+
+    def _form(self, now: float) -> list[SimRequest] | None:
+        """The batch to start now, or None to wait (a timer is set for when the oldest request's delay ends)."""
+        cfg = self.config
+        if not cfg.dynamic_batching:
+            return [self.queue[0]]
+        picked, total = [], 0
+        for r in self.queue:
+            if total + r.size > cfg.max_batch_size:
+                break
+            picked.append(r)
+            total += r.size
+        if not picked:  # a request larger than max_batch_size runs alone (Triton would refuse it earlier)
+            return [self.queue[0]]
+        more_waiting = len(picked) < len(self.queue)
+        preferred = sorted(cfg.preferred_batch_sizes)
+        target = preferred[-1] if preferred else cfg.max_batch_size
+        full = total >= target or total == cfg.max_batch_size or more_waiting
+        expired = now - self.queue[0].arrival_ms >= cfg.max_queue_delay_us / 1000 - 1e-9
+        if not (full or expired):
+            deadline = self.queue[0].arrival_ms + cfg.max_queue_delay_us / 1000
+            if self.timer_at is None or self.timer_at != deadline:
+                self.timer_at = deadline
+                self.push(deadline, "timer", None, priority=2)
+            return None
+        if preferred:  # cut to the largest preferred size a prefix of the queue forms, when there is one
+            running, best = 0, None
+            for i, r in enumerate(picked):
+                running += r.size
+                if running in preferred:
+                    best = i + 1
+            if best is not None:
+                picked = picked[:best]
+        return picked
+
+    def dispatch(self, now: float) -> None:
+        while self.free and self.queue:
+            batch = self._form(now)
+            if batch is None:
+                return
+            ids = {r.id for r in batch}
+            self.queue = [r for r in self.queue if r.id not in ids]
+            instance = self.free.pop(0)
+            size = sum(r.size for r in batch)
+            self.running += 1
+            par = self.service.parallelism
+            slowdown = max(1.0, self.running / par) if par else 1.0
+            end = now + self.service.service_ms(size) * slowdown
+            b = SimBatch(len(self.batches), instance, now, end, [r.id for r in batch], size)
+            self.batches.append(b)
+            for r in batch:
+                r.start_ms, r.end_ms, r.batch, r.instance = now, end, b.id, instance
+            self.push(end, "done", b, priority=0)
+
+    def _handle(self, now: float, kind: str, payload: object) -> None:
+        if kind == "done":
+            batch: SimBatch = payload  # type: ignore[assignment]
+            self.free.append(batch.instance)
+            self.free.sort()
+            self.running -= 1
+            if self.on_done is not None:
+                for rid in batch.requests:
+                    self.on_done(self.requests[rid], now)
+        elif kind == "arrive":
+            self.queue.append(payload)  # type: ignore[arg-type]
+        elif kind == "timer":
+            self.timer_at = None
+
+    def run(self, max_requests: int) -> None:
+        while self.events:
+            now, _, _, kind, payload = heapq.heappop(self.events)
+            self._handle(now, kind, payload)
+            # everything that happens at this same instant first, then the batcher decides once
+            while self.events and self.events[0][0] <= now + 1e-9:
+                _, _, _, kind, payload = heapq.heappop(self.events)
+                self._handle(now, kind, payload)
+            self.dispatch(now)
+            if len(self.requests) > max_requests + 1 and not self.queue and self.running == 0:
+                break
+
+
+def simulate_arrivals(
+    config: BatcherConfig, service: ServiceModel, arrivals: list[tuple[float, int, str]]
+) -> SimResult:
+    """Explicit arrivals at the server: (time in ms, request size, name). No clients wait on the answers."""
+    eng = _Engine(config, service)
+    for i, (t, size, name) in enumerate(sorted(arrivals, key=lambda a: a[0])):
+        eng.arrive(SimRequest(i, int(size), float(t), name))
+    eng.run(len(arrivals))
+    result = SimResult(config, service, eng.requests, eng.batches, arrivals="explicit")
+    result.summary = _summarize(result)
+    return result
+
+
+def simulate(
+    config: BatcherConfig,
+    service: ServiceModel,
+    *,
+    concurrency: int | None = None,
+    rate_rps: float | None = None,
+    distribution: str = "constant",
+    requests: int = 10_000,
+    request_size: int = 1,
+    warmup_fraction: float = 0.1,
+    seed: int = 0,
+) -> SimResult:
+    """``requests`` requests, closed loop (``concurrency`` clients, each sends again ``outside_ms`` after its
+    answer) or open loop (``rate_rps``, ``distribution`` constant or poisson, as perf_analyzer's
+    ``--request-distribution``). The first ``warmup_fraction`` of the answers is left out of the summary."""
+    if (concurrency is None) == (rate_rps is None):
+        raise ValueError("give exactly one of concurrency and rate_rps")
+    if not 1 <= requests <= MAX_REQUESTS:
+        raise ValueError(f"requests must be in 1..{MAX_REQUESTS}")
+    if distribution not in ("constant", "poisson"):
+        raise ValueError("distribution must be constant or poisson")
+    eng = _Engine(config, service)
+    half = service.outside_ms / 2
+    rng = random.Random(seed)
+    if concurrency is not None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        sent = 0
+
+        def send(client: int, t: float) -> None:
+            nonlocal sent
+            if sent >= requests:
+                return
+            # clients start a hair apart, as real threads do, so the first batch is not a tie
+            eng.arrive(SimRequest(sent, request_size, t + half, client=client))
+            sent += 1
+
+        def on_done(req: SimRequest, now: float) -> None:
+            send(req.client, now + half)  # the answer travels back, the client sends again
+
+        eng.on_done = on_done
+        for c in range(concurrency):
+            send(c, c * 1e-6)
+        label = f"closed loop, concurrency {concurrency}"
+    else:
+        if rate_rps <= 0:
+            raise ValueError("rate_rps must be > 0")
+        gap = 1000.0 / rate_rps
+        t = 0.0
+        for i in range(requests):
+            eng.arrive(SimRequest(i, request_size, t + half))
+            t += rng.expovariate(1.0 / gap) if distribution == "poisson" else gap
+        label = f"open loop, {rate_rps:g} req/s ({distribution})"
+    eng.run(requests)
+    result = SimResult(config, service, eng.requests, eng.batches, int(requests * warmup_fraction), label)
+    result.summary = _summarize(result)
+    return result
+
+
+# Triton's Conceptual Guide, Part 2: five requests with batch sizes 4, 2, 2, 6, 2; every execution takes X
+# whatever its size; max batch size 8; A and C arrive at 0, B at X/3, D and E at 2X/3.
+GUIDE_X_MS = 30.0
+GUIDE_ARRIVALS = [
+    (0.0, 4, "A"),
+    (GUIDE_X_MS / 3, 2, "B"),
+    (0.0, 2, "C"),
+    (2 * GUIDE_X_MS / 3, 6, "D"),
+    (2 * GUIDE_X_MS / 3, 2, "E"),
+]
+GUIDE_SERVICE = ServiceModel({1: GUIDE_X_MS, 8: GUIDE_X_MS})
