@@ -7,10 +7,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen.clients import client_for
-from triton_kitchen.server import Endpoint
+from triton_kitchen import clients
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.errors import KitchenError
 
 CLASSIFY_MODELS = ("image_classifier", "tta_ensemble", "cascade_ensemble", "cascade_bls")
 
@@ -27,13 +30,11 @@ class Classification:
     stage_used: int | None = None
 
 
-class ClassifyError(RuntimeError):
-    """Triton refused the request; ``code`` is a key for the UI's message table."""
+class ClassifyError(KitchenError):
+    """Triton refused the request, or nothing answered; ``code`` is a key for the UI's message table."""
 
     def __init__(self, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
+        super().__init__(code, detail)
 
 
 def classify(
@@ -44,25 +45,44 @@ def classify(
     timeout_s: float = 30.0,
 ) -> Classification:
     """Send the encoded image as ``image_bytes`` (BYTES [1, 1]) and read back the top-5."""
-    client, lib = client_for(protocol, endpoint)
-    tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
-    tensor.set_data_from_numpy(np.array([[image]], dtype=object))
-    kwargs = {"client_timeout": timeout_s} if protocol == "grpc" else {}
-    t0 = time.perf_counter()
-    try:
-        result = client.infer(model, [tensor], **kwargs)
-    except InferenceServerException as exc:
-        raise ClassifyError(error_code(exc), exc.message() or str(exc)) from exc
-    ms = (time.perf_counter() - t0) * 1000
+    if protocol == "grpc":
+        result, ms = _infer(clients.grpc_client(endpoint), grpcclient, model, image, {"client_timeout": timeout_s})
+    elif protocol.startswith("http"):
+        try:
+            with clients.http(endpoint, timeout=timeout_s) as client:
+                result, ms = _infer(client, httpclient, model, image, {})
+        except OSError as exc:  # the HTTP client raises socket errors as they are: nothing answered
+            code = "timeout" if isinstance(exc, TimeoutError) else "server_unreachable"
+            raise ClassifyError(code, f"{type(exc).__name__}: {exc}") from exc
+    else:
+        raise ValueError(f"unknown protocol {protocol!r}")
     labels = [b.decode() if isinstance(b, bytes) else str(b) for b in result.as_numpy("top5_labels")[0]]
     scores = [float(s) for s in result.as_numpy("top5_scores")[0]]
     stage = result.as_numpy("stage_used")
     return Classification(labels, scores, model, protocol, ms, int(stage.reshape(-1)[0]) if stage is not None else None)
 
 
+def _infer(client, lib, model: str, image: bytes, kwargs: dict):
+    tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[image]], dtype=object))
+    t0 = time.perf_counter()
+    try:
+        result = client.infer(model, [tensor], **kwargs)
+    except InferenceServerException as exc:
+        raise ClassifyError(error_code(exc), exc.message() or str(exc)) from exc
+    return result, (time.perf_counter() - t0) * 1000
+
+
+# gRPC's words when no gRPC server answers at the address: the port is closed, the server went away
+# mid-connection, or something else (an HTTP/1 port, say) listens there. Not a model problem.
+_NO_SERVER = ("failed to connect", "connection refused", "socket closed", "connection reset")
+
+
 def error_code(exc: InferenceServerException) -> str:
     """Map Triton's error text to a short key the UI translates (the original text is shown too)."""
     text = (exc.message() or str(exc)).lower()
+    if any(words in text for words in _NO_SERVER):
+        return "server_unreachable"
     found = re.search(r"preprocess: (\w+):", text)
     if found:  # the preprocess model reports ImageError as "preprocess: <code>: <detail>"
         return found.group(1)
@@ -72,10 +92,12 @@ def error_code(exc: InferenceServerException) -> str:
         return "wrong_dtype"
     if "shape" in text or "dims" in text or "byte size" in text:
         return "wrong_shape"
-    if "not ready" in text or "unavailable" in text or "unknown model" in text or "is not found" in text:
+    # Triton answers an unknown or unloaded model with gRPC status UNAVAILABLE too: its words decide
+    if "not ready" in text or "unknown model" in text or "is not found" in text:
         return "model_not_ready"
     if "deadline" in text or "timed out" in text or "timeout" in text:
         return "timeout"
-    if "connect" in text or "unavailable" in text or "failed to" in text:
+    status = str(exc.status() or "").lower()  # gRPC's "StatusCode.UNAVAILABLE"; None over HTTP
+    if "unavailable" in text or "unavailable" in status or "connect" in text or "failed to" in text:
         return "server_unreachable"
     return "server_error"

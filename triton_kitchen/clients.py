@@ -1,57 +1,68 @@
-"""tritonclient objects for an Endpoint, one per thread.
+"""tritonclient clients for inference calls, owned and closed.
 
-``tritonclient.http`` runs on gevent: a client used from two threads fails with greenlet errors, and
-Streamlit runs every session in its own thread. So clients are cached per (thread, endpoint) and
-never shared between threads.
+* gRPC: one app-wide client per address (:func:`grpc_client`). ``tritonclient.grpc`` is thread-safe, and
+  Streamlit runs every *script run* on a new short-lived thread, so a per-thread cache would make (and
+  leak) a client per run. :func:`close_all` closes them (a server restart, the end of the process).
+* HTTP: ``tritonclient.http`` runs on gevent, and a client used or closed from another thread fails.
+  ``with clients.http(endpoint) as client:`` makes one and closes it on the same thread.
+
+Every call that is not an inference (health, metadata, config, statistics, repository, trace) goes
+through :mod:`triton_kitchen.kserve`, not through these clients.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
-import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from triton_kitchen.server import Endpoint
-
-_local = threading.local()
-_every_client: weakref.WeakSet = weakref.WeakSet()  # to close them before the interpreter tears grpc down
+from triton_kitchen.endpoint import Endpoint
 
 DEFAULT_TIMEOUT_S = 30.0
 
+_grpc_clients: dict[str, grpcclient.InferenceServerClient] = {}
+_lock = threading.Lock()
+_legacy = threading.local()  # http_client()'s per-thread clients, for callers not moved yet
 
-def _cache() -> dict:
-    if not hasattr(_local, "clients"):
-        _local.clients = {}
-    return _local.clients
+
+def grpc_client(endpoint: Endpoint) -> grpcclient.InferenceServerClient:
+    """The app-wide gRPC client for ``endpoint``'s gRPC address (shared by every thread)."""
+    with _lock:
+        client = _grpc_clients.get(endpoint.grpc_url)
+        if client is None:
+            client = _grpc_clients[endpoint.grpc_url] = grpcclient.InferenceServerClient(endpoint.grpc_url)
+        return client
+
+
+@contextmanager
+def http(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[httpclient.InferenceServerClient]:
+    """A new HTTP inference client for this block only, closed at its end (on this thread)."""
+    client = httpclient.InferenceServerClient(endpoint.http_url, connection_timeout=timeout, network_timeout=timeout)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def http_client(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S) -> httpclient.InferenceServerClient:
-    """This thread's HTTP client for ``endpoint``."""
-    key = ("http", endpoint.http_url, timeout)
-    cache = _cache()
+    """This thread's HTTP client for ``endpoint``. Kept for callers not yet moved: new code uses
+    :func:`http` (inference) or :mod:`~triton_kitchen.kserve` (everything else)."""
+    cache = _legacy.__dict__.setdefault("clients", {})
+    key = (endpoint.http_url, timeout)
     if key not in cache:
         cache[key] = httpclient.InferenceServerClient(
             endpoint.http_url, connection_timeout=timeout, network_timeout=timeout
         )
-        _every_client.add(cache[key])
-    return cache[key]
-
-
-def grpc_client(endpoint: Endpoint) -> grpcclient.InferenceServerClient:
-    """This thread's gRPC client for ``endpoint``."""
-    key = ("grpc", endpoint.grpc_url)
-    cache = _cache()
-    if key not in cache:
-        cache[key] = grpcclient.InferenceServerClient(endpoint.grpc_url)
-        _every_client.add(cache[key])
     return cache[key]
 
 
 def client_for(protocol: str, endpoint: Endpoint):
-    """``"http"`` or ``"grpc"`` -> (client, the tritonclient module that goes with it)."""
+    """``"http..."`` or ``"grpc"`` -> (client, the tritonclient module that goes with it). The gRPC client is
+    the shared one; the HTTP one is :func:`http_client`'s (prefer ``with http(endpoint)``)."""
     if protocol.startswith("http"):
         return http_client(endpoint), httpclient
     if protocol == "grpc":
@@ -59,21 +70,24 @@ def client_for(protocol: str, endpoint: Endpoint):
     raise ValueError(f"unknown protocol {protocol!r}")
 
 
-def close_thread_clients() -> None:
-    """Close and forget this thread's clients (after a server restart, say)."""
-    for client in _cache().values():
+def _close(clients: list) -> None:
+    for client in clients:
         try:
             client.close()
-        except Exception:  # closing a client of a dead server may fail; nothing to keep
+        except Exception:  # noqa: BLE001 - closing a client of a dead server may fail; nothing to keep
             pass
-    _cache().clear()
 
 
-@atexit.register
-def _close_all() -> None:
-    """Close every client at exit: a gRPC client collected after grpc's own teardown prints a traceback."""
-    for client in list(_every_client):
-        try:
-            client.close()
-        except Exception:  # shutting down anyway
-            pass
+def close_all() -> None:
+    """Close and forget every shared gRPC client (and this thread's :func:`http_client` ones): after a
+    server restart, and at exit (a gRPC client collected after grpc's own teardown prints a traceback)."""
+    with _lock:
+        shared = list(_grpc_clients.values())
+        _grpc_clients.clear()
+    legacy = _legacy.__dict__.get("clients", {})
+    _close([*shared, *legacy.values()])
+    legacy.clear()
+
+
+close_thread_clients = close_all  # the name ui/state.py calls on a restart
+atexit.register(close_all)
