@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from triton_kitchen import trace
-from triton_kitchen.clients import client_for, http_client
+from triton_kitchen.clients import client_for
 from triton_kitchen.ensemble import build_dag
 from triton_kitchen.flow import RECORDED_TRACE, step_models
 from triton_kitchen.server import DEFAULT_REPOSITORY
@@ -56,7 +56,7 @@ def test_numbered_trace_files_read_in_index_order(tmp_path):
     (tmp_path / "trace.json.3.tmp").write_text("not a trace")
     names = [p.name for p in trace.trace_files(base)]
     assert names[-1] == "trace.json.10" and "trace.json.3.tmp" not in names
-    tls = trace.load_timelines(base)
+    tls = trace.parse_records([r for f in trace.trace_files(base) for r in trace.read_json_array(f)])
     assert sorted(t.model for t in tls) == sorted(m for m, _ in recs)
 
 
@@ -104,10 +104,7 @@ def test_live_trace_of_one_request(server, sample_jpegs, protocol):
     client, lib = client_for(protocol, ep)
     tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
     tensor.set_data_from_numpy(np.array([[sample_jpegs["coffee"]]], dtype=object))
-    hc = http_client(ep)
-    result, tl = trace.capture(
-        hc, "image_classifier", lambda: client.infer("image_classifier", [tensor]), headers=ep.headers
-    )
+    result, tl = trace.capture(ep, "image_classifier", lambda: client.infer("image_classifier", [tensor]))
     assert result.as_numpy("top5_labels") is not None
     assert tl.source == "trace" and tl.protocol == protocol
     check_tree(tl, ["preprocess", "classifier", "postprocess"])
@@ -122,7 +119,7 @@ def test_live_trace_of_one_request(server, sample_jpegs, protocol):
     assert {"client_send", "client_receive"} <= kinds
     assert ("http_recv" in kinds) == (protocol == "http")
     # tracing is switched off again for the model
-    assert trace.trace_settings(hc, "image_classifier", ep.headers)["trace_level"] == ["OFF"]
+    assert trace.trace_settings(ep, "image_classifier")["trace_level"] == ["OFF"]
 
 
 def test_statistics_fallback_labels_itself(server, sample_jpegs):
@@ -131,10 +128,9 @@ def test_statistics_fallback_labels_itself(server, sample_jpegs):
     tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
     tensor.set_data_from_numpy(np.array([[sample_jpegs["camera"]]], dtype=object))
     models, preds = step_models(build_dag("image_classifier", DEFAULT_REPOSITORY, validate=False))
-    hc = http_client(ep)
-    before = trace.model_statistics(hc, models)
+    before = trace.model_statistics(ep, models)
     client.infer("image_classifier", [tensor])
-    after = trace.statistics_after(hc, models, before)
+    after = trace.statistics_after(ep, models, before)
     assert all(after[m]["count"] - before[m]["count"] >= 1 for m in models)
     tl = trace.statistics_timeline("image_classifier", models, preds, before, after)
     assert tl.source == "statistics" and "laid out" in tl.note

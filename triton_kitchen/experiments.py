@@ -251,18 +251,7 @@ def branch_overlap(tl: trace.RequestTimeline, branches=TTA_BRANCHES) -> tuple[fl
     return inflight / 1e6, compute / 1e6
 
 
-def traced_call(endpoint: Endpoint, model: str, arrays: dict[str, np.ndarray], protocol: str = "grpc"):
-    """One request over ``protocol`` with its trace (embedded server only): (CallResult, timeline)."""
-    caller = Caller(endpoint, protocol, model, arrays)
-    try:
-        caller.call()  # connection opened outside the traced window
-        hc = http_client(endpoint)
-        result, tl = trace.capture(hc, model, caller.call, headers=endpoint.headers, local=endpoint.embedded)
-    finally:
-        caller.close()
-    tl.protocol = "grpc" if protocol == "grpc" else "http"
-    tl.request_bytes, tl.response_bytes = result.request_bytes, result.response_bytes
-    return result, tl
+traced_call = trace.traced_call  # moved to trace.capture; this name stays importable
 
 
 def parallel_branches(

@@ -1,0 +1,82 @@
+"""Triton traces -> per-request timelines: what each step of an ensemble did, and when.
+
+``model`` (the timeline as data), ``parse`` (Triton's trace files; both pure and tested offline),
+``capture`` (live tracing on the embedded server, :func:`traced_call`) and ``statistics`` (a remote
+server's statistics deltas, start times laid out: ``source == "statistics"``).
+"""
+
+from triton_kitchen.trace.capture import _find_new as _find_new  # tests
+from triton_kitchen.trace.capture import _signatures as _signatures  # tests
+from triton_kitchen.trace.capture import (
+    as_target,
+    capture,
+    capture_many,
+    trace_settings,
+    traced_call,
+)
+from triton_kitchen.trace.model import (
+    COMPUTE_END,
+    COMPUTE_INPUT_END,
+    COMPUTE_OUTPUT_START,
+    COMPUTE_START,
+    INFER_RESPONSE_COMPLETE,
+    NETWORK_PHASES,
+    QUEUE_START,
+    REQUEST_END,
+    REQUEST_START,
+    SOURCES,
+    STEP_EVENTS,
+    STEP_PHASES,
+    Phase,
+    RequestTimeline,
+    StepTrace,
+    TraceError,
+    overlap_ns,
+)
+from triton_kitchen.trace.parse import (
+    assign_steps,
+    merge_records,
+    parse_records,
+    read_json_array,
+    trace_files,
+)
+from triton_kitchen.trace.statistics import (
+    STAT_FIELDS,
+    model_statistics,
+    statistics_after,
+    statistics_timeline,
+)
+
+__all__ = [
+    "COMPUTE_END",
+    "COMPUTE_INPUT_END",
+    "COMPUTE_OUTPUT_START",
+    "COMPUTE_START",
+    "INFER_RESPONSE_COMPLETE",
+    "NETWORK_PHASES",
+    "QUEUE_START",
+    "REQUEST_END",
+    "REQUEST_START",
+    "SOURCES",
+    "STAT_FIELDS",
+    "STEP_EVENTS",
+    "STEP_PHASES",
+    "Phase",
+    "RequestTimeline",
+    "StepTrace",
+    "TraceError",
+    "as_target",
+    "assign_steps",
+    "capture",
+    "capture_many",
+    "merge_records",
+    "model_statistics",
+    "overlap_ns",
+    "parse_records",
+    "read_json_array",
+    "statistics_after",
+    "statistics_timeline",
+    "trace_files",
+    "trace_settings",
+    "traced_call",
+]
