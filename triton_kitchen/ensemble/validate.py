@@ -1,0 +1,516 @@
+"""The public checks (:func:`validate_model`, :func:`validate_repository`) and the rules that need the step
+models' configs: step models present and valid, versions, batch sizes, tensor mapping and consistency
+(``ValidateEnsembleConfig`` of Triton's ``ensemble_utils.cc``), decoupled steps feeding one step.
+
+:func:`_validate` and :func:`_check_dependencies` recurse into each other (a step may be an ensemble).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict, deque
+from functools import partial
+
+from triton_kitchen.config import ModelEntry, dtype_name, load_repository
+from triton_kitchen.ensemble.model_rules import _check_model
+from triton_kitchen.ensemble.problems import (
+    Msg,
+    Problem,
+    Repo,
+    _as_repo,
+    _Collector,
+    _compare_dims,
+    _dims_str,
+    _find_io,
+    _m,
+    _map_line,
+    _step,
+    _step_path,
+    has_errors,
+)
+
+
+def validate_repository(path: str | os.PathLike | Repo, config_name: str | None = None) -> list[Problem]:
+    """Problems of every model of a repository (each model once)."""
+    repo = path if isinstance(path, dict) else load_repository(path, config_name)
+    cache: dict[str, list[Problem]] = {}
+    out: list[Problem] = []
+    for name in repo:
+        out += _validate(name, repo, cache, ())
+    return out
+
+
+def validate_model(name: str, repo: Repo | str | os.PathLike, with_dependencies: bool = False) -> list[Problem]:
+    """Problems of one model of ``repo`` (a step of an ensemble is checked against its config).
+
+    With ``with_dependencies`` the step models' own problems (recursively) follow.
+    """
+    repo = _as_repo(repo)
+    cache: dict[str, list[Problem]] = {}
+    out = list(_validate(name, repo, cache, ()))
+    if with_dependencies:
+        seen = {name}
+        todo = deque(_step_models(repo.get(name)))
+        while todo:
+            dep = todo.popleft()
+            if dep in seen or dep not in repo:
+                continue
+            seen.add(dep)
+            out += _validate(dep, repo, cache, ())
+            todo.extend(_step_models(repo[dep]))
+    return out
+
+
+def _step_models(entry: ModelEntry | None) -> list[str]:
+    if entry is None or entry.config is None or not entry.config.HasField("ensemble_scheduling"):
+        return []
+    return [s.model_name for s in entry.config.ensemble_scheduling.step if s.model_name]
+
+
+def _validate(name: str, repo: Repo, cache: dict, stack: tuple) -> list[Problem]:
+    if name in cache:
+        return cache[name]
+    cache[name] = []  # provisional (recursion guard)
+    entry = repo[name]
+    c = _Collector(entry)
+    _check_model(entry, c, repo)
+    if not has_errors(c.items) and entry.config is not None and entry.config.HasField("ensemble_scheduling"):
+        _check_dependencies(entry, repo, c, cache, stack + (name,))
+    cache[name] = c.items
+    return c.items
+
+
+def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, stack: tuple) -> None:
+    cfg = e.config
+    name = e.config_name
+    steps = cfg.ensemble_scheduling.step
+
+    # 1. step models present and valid (the repository manager's dependency graph)
+    missing = sorted({s.model_name for s in steps if s.model_name not in repo})
+    missing_msg = f"ensemble {name} contains models that are not available or ambiguous: {', '.join(missing)}"
+    broken: set[str] = set()
+    for i, s in enumerate(steps):
+        mname = s.model_name
+        line = partial(e.line, *_step_path(i), "model_name", 0)
+        if mname not in repo:
+            hint = _close(mname, list(repo))
+            c.error(
+                "unknown_model",
+                _m("unknown_model", step=_step(i), model=mname, hint=_m("did_you_mean", hint=hint) if hint else None),
+                line=line,
+                triton=missing_msg,
+                step=i,
+                model=mname,
+                suggestion=hint,
+            )
+            continue
+        if mname in stack:
+            cyc = list(stack[stack.index(mname):]) + [mname]
+            c.error(
+                "ensemble_cycle",
+                _m("ensemble_cycle", chain=" -> ".join(cyc)),
+                line=line,
+                triton=f"circular dependency between ensembles: {mname} -> ... -> {name} -> {mname}",
+                chain=cyc,
+            )
+            broken.add(mname)
+            continue
+        if mname in broken:
+            continue
+        sub = _validate(mname, repo, cache, stack)
+        errs = [p for p in sub if p.is_error]
+        if errs:
+            first = errs[0]
+            cyc = next((p for p in errs if p.code == "ensemble_cycle"), None)
+            if cyc is not None:
+                triton = cyc.triton_message
+            elif first.code in _POLL_CODES:
+                triton = f"ensemble {name} contains models that are not available or ambiguous: {mname}"
+            elif first.code.startswith("io_"):
+                v = max(repo[mname].served_versions, default=1)
+                triton = (
+                    f"ensemble '{name}' depends on '{mname}' which has no loaded version. Model '{mname}' loading "
+                    f"failed with error: version {v} is at UNAVAILABLE state: Invalid argument: "
+                    f"{first.triton_message};"
+                )
+            else:
+                triton = (
+                    f"ensemble '{name}' depends on '{mname}' which is not valid. Model '{mname}' failed with error: "
+                    f"{first.triton_message or first.message}"
+                )
+            c.error(
+                "step_model_invalid",
+                _m("step_model_invalid", step=_step(i), model=mname, reason=first.msg or first.message),
+                line=line,
+                triton=triton,
+                step=i,
+                model=mname,
+                reason=first.code,
+            )
+            broken.add(mname)
+    if has_errors(c.items):
+        return
+
+    # 2. versions
+    for i, s in enumerate(steps):
+        sub = repo[s.model_name]
+        served = sub.served_versions
+        v = s.model_version
+        ok = bool(served) if v == -1 else v in served
+        if ok:
+            continue
+        omitted = (_step_path(i) + ("model_version", 0)) not in e.locations.where and bool(e.locations.where)
+        triton = f"ensemble '{name}' depends on '{s.model_name}' whose required version {v} is not loaded."
+        if v == 0 and omitted:
+            c.error(
+                "version_omitted",
+                _m("version_omitted", step=_step(i, s.model_name), model=s.model_name, served=list(served)),
+                line=e.line(*_step_path(i)),
+                triton=triton,
+                step=i,
+                model=s.model_name,
+                served=served,
+            )
+        else:
+            c.error(
+                "version_not_available",
+                _m("version_not_available", step=_step(i), version=v, model=s.model_name, served=list(served),
+                   disk=_m("version_on_disk", versions=list(sub.versions)) if sub.versions != served else None),
+                line=e.line(*_step_path(i), "model_version", 0),
+                triton=triton,
+                step=i,
+                model=s.model_name,
+                version=v,
+                served=served,
+            )
+    if has_errors(c.items):
+        return
+
+    # 3. batch sizes, tensor mapping and consistency (ValidateEnsembleConfig), in step order
+    def on_error(i, code, triton, mp, map_key, **params):
+        s = steps[i]
+        line = _map_line(e, i, mp, map_key) if mp else e.line(*_step_path(i))
+        c.error(code, _explain(code, i, s.model_name, params, name), line=line, triton=triton, step=i,
+                model=s.model_name, **params)
+
+    def on_warning(i, tensor, old, new, mp, key):
+        s = steps[i]
+        bat, non = (old, new) if old.batching else (new, old)
+        c.warning(
+            "implicit_batch_dim",
+            _m("implicit_batch_dim", tensor=tensor, batched=bat.model, batched_shape=_dims_str(bat.full),
+               unbatched=non.model, unbatched_shape=_dims_str(non.full)),
+            line=_map_line(e, i, mp, key),
+            tensor=tensor,
+            step=i,
+            model=s.model_name,
+            batched_model=bat.model,
+            batched_shape=bat.full,
+            unbatched_model=non.model,
+            unbatched_shape=non.full,
+        )
+
+    for i, s in enumerate(steps):
+        scfg = repo[s.model_name].config
+        if scfg.max_batch_size != 0 and scfg.max_batch_size < cfg.max_batch_size:
+            c.error(
+                "max_batch_size_too_small",
+                _m("max_batch_size_too_small", step=_step(i, s.model_name), step_max_batch_size=scfg.max_batch_size,
+                   max_batch_size=cfg.max_batch_size),
+                line=e.line(*_step_path(i)),
+                triton=(
+                    f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it contains model "
+                    f"{s.model_name} which only allows maximum batch size to be {scfg.max_batch_size}"
+                ),
+                step=i,
+                model=s.model_name,
+                step_max_batch_size=scfg.max_batch_size,
+                max_batch_size=cfg.max_batch_size,
+            )
+    if has_errors(c.items):
+        return
+    _build_tensor_nodes(e, repo, frozenset(stack), on_error, on_warning)
+    if has_errors(c.items):
+        return
+    _warn_hidden_mismatches(e, repo, c)
+
+    # 4. decoupled steps feeding one step
+    _, err = _ensemble_decoupled_label(e, repo, frozenset(stack))
+    if err:
+        c.error("decoupled_fan_in", _decoupled_message(e, repo), line=e.line("ensemble_scheduling", 0), triton=err)
+
+
+_POLL_CODES = {
+    "syntax", "unknown_field", "unknown_enum", "bad_value", "duplicate_field", "oneof_conflict", "unreadable",
+    "no_config", "name_mismatch", "no_backend", "unknown_platform", "ensemble_backend", "negative_max_batch_size",
+    "bad_preferred_batch_size", "scheduling_not_ensemble", "ensemble_forbidden_field", "no_steps",
+    "step_missing_field", "tensor_written_twice", "unused_input", "cycle", "unconnected_tensor",
+    "output_not_written", "unused_tensor", "data_flow", "ensemble_without_steps",
+}
+
+
+def _close(word: str, choices: list[str]) -> str | None:
+    import difflib
+
+    best = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return best[0] if best else None
+
+
+def _explain(code: str, i: int, model: str, p: dict, ens: str) -> Msg:
+    who = _step(i, model)
+    if code == "dtype_mismatch":
+        return _m("dtype_mismatch", tensor=p["tensor"], first_model=p["first_model"], first_type=p["first_type"],
+                  second_model=p["second_model"], second_type=p["second_type"], step=who)
+    if code == "shape_mismatch":
+        none = None
+        for key, model in (("first_shape", "first_model"), ("second_shape", "second_model")):
+            if not [d for d in p[key]] or p[key] == [-1] and p[model] == ens:
+                none = _m("shape_no_dims", model=p[model], tensor=p["tensor"])
+        return _m("shape_mismatch", tensor=p["tensor"], first_shape=_dims_str(p["first_shape"]),
+                  first_model=p["first_model"], second_shape=_dims_str(p["second_shape"]),
+                  second_model=p["second_model"], step=who, none=none)
+    if code in ("map_to_missing_input", "map_from_missing_output"):
+        kind = "input" if code == "map_to_missing_input" else "output"
+        names = p[kind + "s"]
+        hint = _close(p["key"], names)
+        rev = _m(f"map_key_is_{kind}_name", names=list(names))
+        if p["tensor"] in names:  # the value is the step model's tensor: swapping key and value fixes it
+            rev = _m(f"map_{kind}_reversed", tensor=p["tensor"], map_key=p["key"])
+        elif hint:
+            rev = _m("did_you_mean", hint=hint)
+        return _m(code, step=who, map_key=p["key"], model=model, hint=rev)
+    if code == "unmapped_input":
+        return _m("unmapped_input", step=who, input=p["input"], model=model)
+    return _m("unexplained", step=who, code=code)
+
+
+def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
+    """Shapes Triton never compares: it checks each use of a tensor against the first declaration
+    only, so [4] and [5] both pass against a declared [-1] although they cannot both be right."""
+    decls: dict[str, list[tuple[int, str, list[int], list[int]]]] = defaultdict(list)
+    for i, s in enumerate(e.config.ensemble_scheduling.step):
+        scfg = repo[s.model_name].config
+        b = scfg.max_batch_size > 0
+        for kind, mp in (("input", s.input_map), ("output", s.output_map)):
+            for key, tensor in mp.items():
+                io = _find_io(scfg, kind, key)
+                if io is not None:
+                    decls[tensor].append((i, s.model_name, list(io.dims), ([-1] if b else []) + list(io.dims)))
+    for tensor, ds in decls.items():
+        for a in range(len(ds)):
+            for b in range(a + 1, len(ds)):
+                (i, m1, d1, f1), (j, m2, d2, f2) = ds[a], ds[b]
+                if not _compare_dims(d1, d2) and not _compare_dims(f1, f2):
+                    c.warning(
+                        "hidden_shape_mismatch",
+                        _m("hidden_shape_mismatch", tensor=tensor, first=_step(i, m1), first_shape=_dims_str(f1),
+                           second=_step(j, m2), second_shape=_dims_str(f2)),
+                        line=e.line(*_step_path(j)),
+                        tensor=tensor,
+                        first_step=i,
+                        second_step=j,
+                        first_shape=f1,
+                        second_shape=f2,
+                    )
+                    break
+            else:
+                continue
+            break
+
+
+def _is_decoupled(name: str, repo: Repo, seen: frozenset = frozenset()) -> bool:
+    entry = repo.get(name)
+    if entry is None or entry.config is None or name in seen:
+        return False
+    cfg = entry.config
+    if cfg.HasField("ensemble_scheduling"):
+        return _ensemble_decoupled_label(entry, repo, seen | {name})[0]
+    return cfg.model_transaction_policy.decoupled
+
+
+class _TNode:
+    __slots__ = ("model", "batching", "dtype", "dims", "full", "decoupled", "label", "visited", "prev", "next", "sibling")
+
+    def __init__(self, model, batching=False, dtype=0, dims=()):
+        self.model = model
+        self.batching = batching
+        self.dtype = dtype
+        self.dims = list(dims)
+        self.full = ([-1] if batching else []) + list(dims)
+        self.decoupled = False
+        self.label = 0
+        self.visited = False
+        self.prev: list[_TNode] = []
+        self.next: list[_TNode] = []
+        self.sibling: _TNode | None = None
+
+
+def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error=None, on_warning=None):
+    """ValidateTensorMapping over all steps; calls on_error(step, code, msg, triton, params)."""
+    cfg = entry.config
+    ens = entry.config_name
+    batching = cfg.max_batch_size > 0
+    nodes: dict[str, _TNode] = {}
+    for io in cfg.input:
+        dims = io.reshape.shape if io.HasField("reshape") else io.dims
+        nodes[io.name] = _TNode(ens, batching, io.data_type, dims)
+    sink = _TNode(ens)
+    for io in cfg.output:
+        dims = io.reshape.shape if io.HasField("reshape") else io.dims
+        n = nodes.setdefault(io.name, _TNode(ens, batching, io.data_type, dims))
+        sink.prev.append(n)
+        n.next.append(sink)
+
+    def consistent(tensor, old: _TNode, new: _TNode, i, key, mp):
+        if old.dtype != new.dtype:
+            msg = (
+                f"in ensemble {ens}, ensemble tensor {tensor}: inconsistent data type: {dtype_name(old.dtype)} is "
+                f"inferred from model {old.model} while {dtype_name(new.dtype)} is inferred from model {new.model}"
+            )
+            if on_error:
+                on_error(i, "dtype_mismatch", msg, mp, key, tensor=tensor, first_model=old.model,
+                         first_type=dtype_name(old.dtype), second_model=new.model, second_type=dtype_name(new.dtype))
+            return False
+        if not _compare_dims(old.dims, new.dims) and not _compare_dims(old.full, new.full):
+            msg = (
+                f"in ensemble {ens}, ensemble tensor {tensor}: inconsistent shape: {_dims_str(old.full)} is inferred "
+                f"from model {old.model} while {_dims_str(new.full)} is inferred from model {new.model}"
+            )
+            if on_error:
+                on_error(i, "shape_mismatch", msg, mp, key, tensor=tensor, first_model=old.model,
+                         first_shape=old.full, second_model=new.model, second_shape=new.full)
+            return False
+        if (
+            on_warning
+            and old.batching != new.batching
+            and _compare_dims(old.dims, new.dims)
+            and not _compare_dims(old.full, new.full)
+        ):
+            on_warning(i, tensor, old, new, mp, key)
+        return True
+
+    for i, step in enumerate(cfg.ensemble_scheduling.step):
+        scfg = repo[step.model_name].config if step.model_name in repo else None
+        if scfg is None:
+            continue
+        sb = scfg.max_batch_size > 0
+        mid = step.model_name
+        in_names = {io.name for io in scfg.input}
+        bad = False
+        for key, tensor in step.input_map.items():
+            if key not in in_names:
+                if on_error:
+                    on_error(i, "map_to_missing_input",
+                             f"in ensemble {ens}, ensemble tensor {tensor} is mapping to non-existing input {key} "
+                             f"in model {mid}", "input_map", key, tensor=tensor, key=key,
+                             inputs=sorted(in_names))
+                bad = True
+        if bad:
+            continue
+        for io in scfg.input:
+            if io.name in step.input_map:
+                tensor = step.input_map[io.name]
+                new = _TNode(mid, sb, io.data_type, io.dims)
+                if tensor in nodes:
+                    if not consistent(tensor, nodes[tensor], new, i, io.name, "input_map"):
+                        bad = True
+                else:
+                    nodes[tensor] = new
+            elif not io.optional:
+                if on_error:
+                    on_error(i, "unmapped_input",
+                             f"in ensemble {ens}, input {io.name} in model {mid} is not mapped to any ensemble tensors",
+                             None, None, input=io.name)
+                bad = True
+        if bad:
+            continue
+        out_names = {io.name for io in scfg.output}
+        for key, tensor in step.output_map.items():
+            if key not in out_names:
+                if on_error:
+                    on_error(i, "map_from_missing_output",
+                             f"in ensemble {ens}, ensemble tensor {tensor} is mapped from non-existing output {key} "
+                             f"in model {step.model_name}", "output_map", key, tensor=tensor, key=key,
+                             outputs=sorted(out_names))
+                bad = True
+        if bad:
+            continue
+        sibling = _TNode(mid)
+        for io in scfg.output:
+            for key, tensor in step.output_map.items():
+                if key != io.name:
+                    continue
+                new = _TNode(mid, sb, io.data_type, io.dims)
+                if tensor in nodes:
+                    if not consistent(tensor, nodes[tensor], new, i, key, "output_map"):
+                        bad = True
+                        continue
+                else:
+                    nodes[tensor] = new
+                nodes[tensor].sibling = sibling
+        if bad:
+            continue
+        dec = _is_decoupled(step.model_name, repo, seen)
+        for tensor in step.output_map.values():
+            n = nodes.get(tensor)
+            if n is None:
+                continue
+            n.decoupled = dec
+            for t_in in step.input_map.values():
+                p = nodes.get(t_in)
+                if p is not None:
+                    n.prev.append(p)
+                    p.next.append(n)
+    return nodes
+
+
+def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) -> tuple[bool, str | None]:
+    """(is the ensemble decoupled, Triton's decoupled error or None) — the BFS of ValidateEnsembleConfig."""
+    nodes = _build_tensor_nodes(entry, repo, seen)
+    label = 0
+    queue = deque()
+    for io in entry.config.input:
+        n = nodes.get(io.name)
+        if n is None:
+            continue
+        n.visited = True
+        queue.append(n)
+    while queue:
+        cur = queue[0]
+        for nxt in cur.next:
+            if nxt.visited:
+                continue
+            if all(p.visited for p in nxt.prev):
+                prev_label = nxt.prev[0].label
+                for p in nxt.prev:
+                    if p.label != prev_label:
+                        return label != 0, (
+                            f"in ensemble {entry.config_name}, step of model '{nxt.model}' receives inputs "
+                            "originated from different decoupled models"
+                        )
+                if nxt.sibling is not None:
+                    if nxt.sibling.visited:
+                        nxt.label = nxt.sibling.label
+                    else:
+                        if nxt.decoupled:
+                            label += 1
+                            nxt.label = label
+                        else:
+                            nxt.label = prev_label
+                        nxt.sibling.label = nxt.label
+                        nxt.sibling.visited = True
+                else:
+                    if nxt.decoupled:
+                        label += 1
+                        nxt.label = label
+                    else:
+                        nxt.label = prev_label
+                nxt.visited = True
+                queue.append(nxt)
+        queue.popleft()
+    return label != 0, None
+
+
+def _decoupled_message(e: ModelEntry, repo: Repo) -> Msg:
+    names = sorted({s.model_name for s in e.config.ensemble_scheduling.step if _is_decoupled(s.model_name, repo)})
+    return _m("decoupled_fan_in", models=names)
