@@ -1,4 +1,4 @@
-"""Bounded load generation against a Triton model, and a perf_analyzer cross-check.
+"""Bounded load generation against a Triton model: the lab's load engine.
 
 Every run is bounded three ways: a measuring duration, a request cap, and a hard wall-clock limit
 (warm-up + duration + grace) that holds even when the server hangs: every call carries a timeout no
@@ -6,34 +6,24 @@ longer than the time left, workers are daemon threads, and workers still stuck a
 abandoned, not waited for. A run can be stopped at any time with a ``threading.Event``; a progress
 callback, called from the caller's own thread, reports as it goes.
 
-The engine is this module's Python client (one connection per worker thread, see
-:class:`triton_kitchen.protocols.Caller`). :func:`cross_check` runs the same model, protocol and
-concurrency with NVIDIA's C++ ``perf_analyzer`` (shipped in ``tritonclient==2.51.0``'s wheel) and
-reports both throughputs and their difference.
+The engine is a Python client (one connection per worker thread, see
+:class:`triton_kitchen.protocols.Caller`). :mod:`triton_kitchen.perf_analyzer` checks its numbers against
+NVIDIA's C++ ``perf_analyzer``; :mod:`triton_kitchen.cli` holds the ``bench`` subcommand.
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
 import csv
-import glob
+import importlib
 import io
-import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.protocols import (
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
@@ -42,9 +32,7 @@ from triton_kitchen.protocols import (
     ProtocolError,
     check_protocol,
     sample_inputs,
-    serialized_bytes_tensor,
 )
-from triton_kitchen.server import Endpoint, host_port
 
 MAX_CONCURRENCY = 16  # per run: one student cannot starve a class
 MAX_DURATION_S = 120.0
@@ -320,285 +308,17 @@ def sweep(
     return results
 
 
-# -- perf_analyzer ------------------------------------------------------------------------------------
-class PerfAnalyzerError(RuntimeError):
-    pass
+# The perf_analyzer half and the CLI moved out; ``from triton_kitchen.bench import X`` keeps working for them,
+# resolved on first use (both modules import this one, so importing them here would be circular).
+_MOVED = {
+    **dict.fromkeys(("PerfAnalyzerError", "PerfAnalyzerResult", "perf_analyzer_binary", "perf_analyzer_env",
+                     "perf_analyzer_input_data", "_shape_flags", "run_perf_analyzer", "cross_check"),
+                    "triton_kitchen.perf_analyzer"),
+    **dict.fromkeys(("add_bench_parser", "cmd_bench", "_url_hint"), "triton_kitchen.cli"),
+}
 
 
-def perf_analyzer_binary() -> Path | None:
-    """The ``perf_analyzer`` from tritonclient's wheel (next to this Python), or one on PATH."""
-    here = Path(sys.executable).parent / "perf_analyzer"
-    if here.exists():
-        return here
-    found = shutil.which("perf_analyzer")
-    return Path(found) if found else None
-
-
-def perf_analyzer_env() -> dict[str, str]:
-    """Environment with ``libb64.so.0d`` and ``libcudart.so.12`` linked from ``nvidia_pytriton.libs``
-    (where they live under hashed names) into a cache folder on ``LD_LIBRARY_PATH``."""
-    from triton_kitchen.server import cache_root
-
-    env = dict(os.environ)
-    try:
-        import pytriton
-
-        libs = Path(pytriton.__file__).resolve().parent.parent / "nvidia_pytriton.libs"
-    except ImportError:
-        return env
-    folder = cache_root() / "perf_analyzer_libs"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, pattern in (("libb64.so.0d", "libb64-*.so.0d"), ("libcudart.so.12", "libcudart-*.so.12*")):
-        matches = sorted(glob.glob(str(libs / pattern)))
-        link = folder / name
-        if matches and not link.exists():
-            tmp = folder / f".{name}.{os.getpid()}"
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(matches[0])
-            os.replace(tmp, link)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(folder), env.get("LD_LIBRARY_PATH", "")) if p)
-    return env
-
-
-def perf_analyzer_input_data(inputs: dict[str, np.ndarray], max_batch_size: int) -> dict:
-    """``--input-data`` JSON for one request: raw tensor bytes as base64 (BYTES length-prefixed, as
-    perf_analyzer expects), without the batch dimension when the model batches."""
-    entry = {}
-    for name, array in inputs.items():
-        one = array[0] if max_batch_size > 0 else array
-        raw = serialized_bytes_tensor(one) if one.dtype == object else np.ascontiguousarray(one).tobytes()
-        entry[name] = {"b64": base64.b64encode(raw).decode()}
-    return {"data": [entry]}
-
-
-def _shape_flags(inputs: dict[str, np.ndarray], max_batch_size: int) -> list[str]:
-    """``--shape name:d1,d2`` for every input (needed when the model has variable dimensions)."""
-    flags = []
-    for name, array in inputs.items():
-        dims = array.shape[1:] if max_batch_size > 0 else array.shape
-        if dims:
-            flags += ["--shape", f"{name}:{','.join(str(d) for d in dims)}"]
-    return flags
-
-
-@dataclass
-class PerfAnalyzerResult:
-    protocol: str
-    model: str
-    concurrency: int
-    requests: int
-    throughput_rps: float
-    latency_ms: dict[str, float | None]
-    command: list[str]
-    window_s: float = 0.0  # the measured windows together
-    engine: str = "perf_analyzer (C++)"
-
-
-def run_perf_analyzer(
-    endpoint: Endpoint,
-    model: str,
-    protocol: str,
-    concurrency: int,
-    inputs: dict[str, np.ndarray],
-    max_batch_size: int = 1,
-    window_ms: int = 1000,
-    timeout_s: float = 60.0,
-    retry_larger_window: bool = True,
-) -> PerfAnalyzerResult:
-    """One bounded perf_analyzer run: three measurement windows of ``window_ms`` (the stability
-    threshold is set wide open so three windows normally end it; perf_analyzer reports over them),
-    killed after ``timeout_s``. ``http-json`` has no perf_analyzer equivalent (it sends binary tensors).
-
-    (``--request-count`` mode is not used: it rounds its measuring time to whole seconds, so short
-    runs under-report throughput by up to half.)"""
-    if check_protocol(protocol) == "http-json":
-        raise PerfAnalyzerError("perf_analyzer has no JSON-tensor mode; cross-check http-binary instead")
-    binary = perf_analyzer_binary()
-    if binary is None:
-        raise PerfAnalyzerError("perf_analyzer not found (it ships in tritonclient==2.51.0's wheel)")
-    with tempfile.TemporaryDirectory(prefix="pa-") as tmp:
-        data = Path(tmp) / "input.json"
-        data.write_text(json.dumps(perf_analyzer_input_data(inputs, max_batch_size)))
-        report = Path(tmp) / "report.csv"
-        cmd = [
-            str(binary), "-m", model,
-            "-u", endpoint.grpc_url if protocol == "grpc" else endpoint.http_url,
-            "-i", "grpc" if protocol == "grpc" else "http",
-            "--concurrency-range", f"{concurrency}:{concurrency}",
-            "--measurement-interval", str(int(window_ms)), "--stability-percentage", "1000",
-            "--max-trials", "6",
-            "--input-data", str(data), "-f", str(report),
-            *_shape_flags(inputs, max_batch_size),
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=perf_analyzer_env(),
-                                cwd=tmp, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise PerfAnalyzerError(f"perf_analyzer did not finish in {timeout_s:g} s") from None
-        text = out.decode(errors="replace")
-        if proc.returncode != 0 and retry_larger_window and ("time window" in text or "stable" in text):
-            # the server is slower than the window (latency > window), or so busy that windows hold a
-            # request or two: once more with 3x the window
-            return run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, max_batch_size,
-                                     window_ms * 3, timeout_s, retry_larger_window=False)
-        if proc.returncode != 0 or not report.exists():
-            tail = "\n".join(text.strip().splitlines()[-6:])
-            raise PerfAnalyzerError(f"perf_analyzer failed (exit {proc.returncode}):\n{tail}")
-        row = next(csv.DictReader(report.read_text().splitlines()))
-    lat = {q: float(row[f"{q} latency"]) / 1000 for q in ("p50", "p90", "p99") if row.get(f"{q} latency")}
-    rps = float(row["Inferences/Second"])
-    return PerfAnalyzerResult(protocol, model, concurrency, round(rps * 3 * window_ms / 1000), rps, lat, cmd,
-                              window_s=3 * window_ms / 1000)
-
-
-def cross_check(
-    endpoint: Endpoint,
-    model: str,
-    protocol: str = "grpc",
-    concurrency: int = 4,
-    duration_s: float = 6.0,
-    rounds: int = 3,
-    tolerance: float = 0.10,
-    stop: threading.Event | None = None,
-    progress: Callable[[BenchProgress], None] | None = None,
-) -> dict:
-    """Our engine and perf_analyzer on the same model, protocol, concurrency and input.
-
-    The two alternate in ``rounds`` slices (``duration_s`` of each engine in all: perf_analyzer
-    measures three windows of a third of a slice), so both see the same machine (other work on a
-    shared machine moves throughput a lot from one second to the next). Throughputs are averages
-    over all slices, weighted by measuring time."""
-    info, inputs = sample_inputs(endpoint, model, protocol)
-    outputs = [o.name for o in info.outputs]
-    ours: list[BenchResult] = []
-    theirs: list[PerfAnalyzerResult] = []
-    slice_s = duration_s / max(1, rounds)
-    for _ in range(max(1, rounds)):
-        if stop is not None and stop.is_set():
-            break
-        r = run_bench(endpoint, model, protocol, concurrency, slice_s, inputs=inputs, output_names=outputs,
-                      warmup_s=0.3, count_wire=False, stop=stop, progress=progress)
-        if r.errors or not r.throughput_rps:
-            raise PerfAnalyzerError(f"the bench run failed: {r.error_messages}")
-        ours.append(r)
-        theirs.append(run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, info.max_batch_size,
-                                        window_ms=max(500, int(slice_s * 1000 / 3)),
-                                        timeout_s=max(30.0, 10 * slice_s)))
-    if not ours:
-        raise PerfAnalyzerError("stopped before the first round")
-    ours_rps = sum(r.requests - r.errors for r in ours) / sum(r.window_s for r in ours)
-    pa_rps = sum(p.throughput_rps * p.window_s for p in theirs) / sum(p.window_s for p in theirs)
-    diff = (ours_rps - pa_rps) / pa_rps if pa_rps else float("inf")
-    return {
-        "model": model, "protocol": protocol, "concurrency": concurrency,
-        "engine": ENGINE, "check": "perf_analyzer (C++, tritonclient 2.51.0 wheel)",
-        "engine_rps": ours_rps, "perf_analyzer_rps": pa_rps, "difference": diff,
-        "agree": abs(diff) <= tolerance, "tolerance": tolerance,
-        "engine_p99_ms": float(np.percentile([x for r in ours for x in r.latencies_ms], 99)),
-        "perf_analyzer_p99_ms": float(np.median([p.latency_ms.get("p99", np.nan) for p in theirs])),
-        "rounds": [{"engine_rps": a.throughput_rps, "perf_analyzer_rps": b.throughput_rps}
-                   for a, b in zip(ours, theirs, strict=False)],
-        "perf_analyzer_command": " ".join(theirs[-1].command) if theirs else "",
-    }
-
-
-# -- CLI ----------------------------------------------------------------------------------------------
-def add_bench_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("bench", help="bounded load on one model over one protocol",
-                              description="Closed-loop load with N concurrent clients for a bounded time; "
-                                          "latency percentiles, throughput, payload and wire bytes.")
-    p.add_argument("--model", required=True)
-    p.add_argument("--protocol", required=True, choices=PROTOCOLS)
-    p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
-    p.add_argument("--duration", type=float, default=5.0, help="seconds of measuring (default: %(default)s)")
-    p.add_argument("--url", help="host:port of a running server for this protocol (default: start the "
-                                 "embedded server on free ports)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--max-requests", type=int, default=10_000, help="request cap (default: %(default)s)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request timeout in seconds")
-    p.add_argument("--compression", choices=("gzip",), default=None)
-    p.add_argument("--perf-analyzer", action="store_true",
-                   help="also run perf_analyzer on the same settings and print both throughputs (to stderr with --json)")
-    p.set_defaults(func=cmd_bench)
-    return p
-
-
-def _url_hint(url: str, protocol: str) -> str | None:
-    """Why ``url`` cannot serve ``protocol`` when something answers there in the other protocol
-    (the commonest slip: 8000 vs 8001). A dead address is left to the run, which counts its errors."""
-    import socket
-
-    from triton_kitchen.server import probe_kserve
-
-    answers_http = probe_kserve(url, timeout=2.0)
-    if protocol == "grpc" and answers_http:
-        return f"{url} answers Triton's HTTP API; --protocol grpc needs the gRPC port (Triton's default is 8001)"
-    if protocol != "grpc" and not answers_http:
-        host, _, port = url.rpartition(":")
-        try:
-            socket.create_connection((host or "127.0.0.1", int(port)), timeout=2.0).close()
-        except (OSError, ValueError):
-            return None
-        return f"{url} listens but is not Triton's HTTP API (the gRPC port? Triton's default HTTP port is 8000)"
-    return None
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
-        print(f"error: --concurrency must be 1..{MAX_CONCURRENCY}", file=sys.stderr)
-        return 2
-    if not 0 < args.duration <= MAX_DURATION_S:
-        print(f"error: --duration must be in (0, {MAX_DURATION_S:g}]", file=sys.stderr)
-        return 2
-    server = None
-    if args.url:
-        url = host_port(args.url)
-        endpoint = Endpoint(http_url=url, grpc_url=url)
-        hint = _url_hint(url, args.protocol)
-        if hint:
-            print(f"error: {hint}", file=sys.stderr)
-            return 1
-    else:
-        from triton_kitchen.server import EmbeddedServer, ServerStartError
-
-        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
-        if not args.json:
-            print("starting the embedded tritonserver ...", file=sys.stderr, flush=True)
-        try:
-            endpoint = server.start(timeout=180)
-        except ServerStartError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    try:
-        result = run_bench(endpoint, args.model, args.protocol, args.concurrency, args.duration,
-                           max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression)
-        check = None
-        if args.perf_analyzer and result.throughput_rps:
-            try:
-                check = cross_check(endpoint, args.model, args.protocol, args.concurrency, args.duration)
-            except PerfAnalyzerError as exc:
-                print(f"perf_analyzer: {exc}", file=sys.stderr)
-    finally:
-        if server is not None:
-            server.stop()
-    if args.json:
-        print(json.dumps(result.to_dict()))
-    else:
-        lat = result.latency_ms
-        fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
-        print(f"{result.model} over {result.protocol}, concurrency {result.concurrency}, "
-              f"{result.window_s:.1f} s ({result.stop_reason})")
-        print(f"  requests {result.requests}  errors {result.errors}  throughput {result.throughput_rps:.1f}/s")
-        print(f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}")
-        print(f"  payload bytes  sent {result.request_bytes}  received {result.response_bytes}")
-        print(f"  wire bytes     sent {result.wire_bytes_sent}  received {result.wire_bytes_received}")
-    for message in result.error_messages:
-        print(f"error: {message}", file=sys.stderr)
-    if check is not None:
-        print(f"cross-check: engine {check['engine_rps']:.1f}/s, perf_analyzer {check['perf_analyzer_rps']:.1f}/s, "
-              f"difference {check['difference'] * 100:+.1f}% ({'agree' if check['agree'] else 'DISAGREE'} "
-              f"within {check['tolerance'] * 100:.0f}%)", file=sys.stderr if args.json else sys.stdout)
-    return 0 if result.requests and not result.errors else 1
+def __getattr__(name: str):
+    if name in _MOVED:
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,352 @@
+"""The command line, ``python -m triton_kitchen <subcommand>``: every subcommand's arguments and handler.
+
+Adding a subcommand is one function here: write ``add_<name>_parser(subparsers)`` under ``@subcommand``. It
+adds the parser and its arguments and calls ``set_defaults(func=handler)``, where ``handler(args)`` returns the
+exit code (it may be a nested function, or live in the library module the subcommand drives). Subcommands
+appear in ``--help`` in the order they are defined in this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from triton_kitchen import kserve
+from triton_kitchen.bench import MAX_CONCURRENCY, MAX_DURATION_S, run_bench
+from triton_kitchen.config import ConfigError, load_repository
+from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port
+from triton_kitchen.ensemble import (
+    Problem,
+    build_dag,
+    has_errors,
+    validate_config_file,
+    validate_model,
+    validate_repository,
+)
+from triton_kitchen.perf_analyzer import PerfAnalyzerError, cross_check
+from triton_kitchen.protocols import DEFAULT_TIMEOUT_S, PROTOCOLS
+from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
+
+AddParser = Callable[[argparse._SubParsersAction], argparse.ArgumentParser]
+_SUBCOMMANDS: list[AddParser] = []
+
+
+def subcommand(add_parser: AddParser) -> AddParser:
+    """Register ``add_parser(subparsers)`` as one subcommand of :func:`build_parser`."""
+    _SUBCOMMANDS.append(add_parser)
+    return add_parser
+
+
+# -- serve ----------------------------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    server = EmbeddedServer(
+        repo=args.repo,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        metrics_port=args.metrics_port,
+        host=args.host,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"starting tritonserver on {server.repo} ...", flush=True)
+    try:
+        server.start(timeout=args.timeout)
+    except ServerStartError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for note in server.port_notes:
+        print(f"note: {note}", flush=True)
+    print(
+        f"ready in {server.startup_seconds:.1f} s: HTTP {server.http_url}  gRPC {server.grpc_url}  "
+        f"metrics {server.metrics_url}\nlog: {server.log_file}\ntrace file: {server.trace_file}\n"
+        "Ctrl-C stops the server.",
+        flush=True,
+    )
+    try:
+        while not stop.wait(0.5):
+            if not server.running:
+                print(f"error: tritonserver exited:\n{server.log_tail(20)}", file=sys.stderr)
+                return 1
+    finally:
+        print("stopping tritonserver ...", flush=True)
+        server.stop()
+    return 0
+
+
+@subcommand
+def add_serve_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("serve", help="run the embedded Triton server on the model repository")
+    p.add_argument("--repo", default=str(DEFAULT_REPOSITORY), help="model repository (default: %(default)s)")
+    p.add_argument("--http-port", type=int, default=DEFAULT_PORTS["http"])
+    p.add_argument("--grpc-port", type=int, default=DEFAULT_PORTS["grpc"])
+    p.add_argument("--metrics-port", type=int, default=DEFAULT_PORTS["metrics"])
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for readiness")
+    p.set_defaults(func=cmd_serve)
+    return p
+
+
+# -- check ----------------------------------------------------------------------------------------------
+# ``check PATH...``: exit 0 when every given config would load, else 1; one line per problem,
+# ``PATH:LINE: error: message`` (warnings, ``PATH:LINE: warning: ...``, do not change the exit code). On
+# success one ``OK: ...`` line goes to stderr, so a person sees that it ran while stdout stays the problem lines.
+def _show(path: str | None) -> str:
+    if not path:
+        return "<config>"
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
+
+
+def check_paths(paths: list[str], config_name: str | None = None) -> list[Problem]:
+    """Problems for each PATH (config file, model directory or repository)."""
+    out: list[Problem] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            out.append(Problem("error", "no_such_path", "no such file or directory", {"path": raw}, None, None, None, raw))
+            continue
+        if p.is_file():
+            model_dir = p.parent.parent if p.parent.name == "configs" else p.parent
+            if p.name == "config.pbtxt" or p.parent.name == "configs":
+                repo = load_repository(model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None))
+                if model_dir.name in repo:
+                    out += validate_model(model_dir.name, repo, with_dependencies=True)
+                    continue
+            out += validate_config_file(p)
+        elif (p / "config.pbtxt").is_file():
+            repo = load_repository(p.resolve().parent, config_name)
+            out += validate_model(p.resolve().name, repo, with_dependencies=True)
+        else:
+            try:
+                repo = load_repository(p, config_name)
+            except ConfigError as e:
+                out.append(Problem("error", e.code, e.message, e.params, None, None, None, raw))
+                continue
+            if not repo:
+                out.append(Problem("warning", "empty_repository", "no model directories here", {}, None, None, None, raw))
+            out += validate_repository(repo)
+    # the same problem may come from two PATHs (a shared step model)
+    seen, unique = set(), []
+    for pr in out:
+        key = (pr.path, pr.line, pr.severity, pr.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(pr)
+    return unique
+
+
+def _add_check_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="config.pbtxt files, model directories or repositories")
+    p.add_argument("--config-name", default=None, help="use configs/<NAME>.pbtxt where present (like tritonserver)")
+    p.add_argument("--json", action="store_true", help="print the problems as JSON")
+    p.add_argument("--triton", action="store_true", help="also print Triton's own wording under each error")
+
+
+def check_command(args: argparse.Namespace) -> int:
+    problems = check_paths(args.paths, args.config_name)
+    if args.json:
+        print(json.dumps({"ok": not has_errors(problems), "problems": [p.to_dict() for p in problems]}, indent=2))
+    else:
+        for pr in problems:
+            print(pr.format(_show(pr.path)))
+            if args.triton and pr.triton_message:
+                print(f"    triton: {pr.triton_message}")
+        if not has_errors(problems):
+            warnings = sum(1 for pr in problems if pr.severity == "warning")
+            print(f"OK: {', '.join(args.paths)}: no errors" + (f", {warnings} warning(s)" if warnings else ""),
+                  file=sys.stderr)
+    return 1 if has_errors(problems) else 0
+
+
+@subcommand
+def add_check_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "check", help="validate config.pbtxt files or a repository as Triton would",
+        description="Validate config.pbtxt files, model directories or repositories by Triton's loader rules.",
+    )
+    _add_check_args(p)
+    p.set_defaults(func=check_command)
+    return p
+
+
+def run_check(argv: list[str] | None = None) -> int:
+    """``check`` on its own: ``run_check(["model_repository"])`` -> exit code."""
+    p = argparse.ArgumentParser(prog="python -m triton_kitchen check")
+    _add_check_args(p)
+    return check_command(p.parse_args(argv))
+
+
+# -- dag ------------------------------------------------------------------------------------------------
+def _add_dag_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="PATH", help="an ensemble's model directory or config.pbtxt")
+    p.add_argument("--format", choices=["dot", "json"], default="dot")
+    p.add_argument("--expand", action="store_true", help="draw nested ensembles' steps in place")
+    p.add_argument("--lang", choices=["en", "zh"], default="en", help="labels of the DOT picture")
+    p.add_argument("--config-name", default=None)
+
+
+def dag_command(args: argparse.Namespace) -> int:
+    from triton_kitchen.diagram import to_dot
+
+    p = Path(args.path)
+    if p.is_file():
+        p = p.parent.parent if p.parent.name == "configs" else p.parent
+    p = p.resolve()
+    if not (p / "config.pbtxt").is_file() and not args.config_name:
+        print(f"{_show(str(p))}:1: error: no config.pbtxt here", file=sys.stderr)
+        return 1
+    try:
+        repo = load_repository(p.parent, args.config_name)
+        dag = build_dag(p.name, repo, expand=args.expand)
+    except ConfigError as e:
+        print(f"{_show(e.path or str(p))}:{e.line or 1}: error: {e.message}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(dag.to_json(), indent=2))
+    else:
+        sys.stdout.write(to_dot(dag, lang=args.lang))
+    for pr in dag.problems:
+        print(pr.format(_show(pr.path)), file=sys.stderr)
+    return 1 if has_errors(dag.problems) else 0
+
+
+@subcommand
+def add_dag_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "dag", help="print an ensemble's DAG as DOT or JSON",
+        description="Print the DAG of an ensemble (steps, tensors, stages) as Graphviz DOT or JSON.",
+    )
+    _add_dag_args(p)
+    p.set_defaults(func=dag_command)
+    return p
+
+
+def run_dag(argv: list[str] | None = None) -> int:
+    """``dag`` on its own: ``run_dag([path, "--format", "json"])`` -> exit code."""
+    p = argparse.ArgumentParser(prog="python -m triton_kitchen dag")
+    _add_dag_args(p)
+    return dag_command(p.parse_args(argv))
+
+
+# -- bench ----------------------------------------------------------------------------------------------
+def _url_hint(url: str, protocol: str) -> str | None:
+    """Why ``url`` cannot serve ``protocol`` when something answers there in the other protocol
+    (the commonest slip: 8000 vs 8001). A dead address is left to the run, which counts its errors."""
+    answers_http = kserve.live(url, timeout=2.0)
+    if protocol == "grpc" and answers_http:
+        return f"{url} answers Triton's HTTP API; --protocol grpc needs the gRPC port (Triton's default is 8001)"
+    if protocol != "grpc" and not answers_http:
+        host, _, port = url.rpartition(":")
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=2.0).close()
+        except (OSError, ValueError):
+            return None
+        return f"{url} listens but is not Triton's HTTP API (the gRPC port? Triton's default HTTP port is 8000)"
+    return None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        print(f"error: --concurrency must be 1..{MAX_CONCURRENCY}", file=sys.stderr)
+        return 2
+    if not 0 < args.duration <= MAX_DURATION_S:
+        print(f"error: --duration must be in (0, {MAX_DURATION_S:g}]", file=sys.stderr)
+        return 2
+    server = None
+    if args.url:
+        url = host_port(args.url)
+        endpoint = Endpoint(http_url=url, grpc_url=url)
+        hint = _url_hint(url, args.protocol)
+        if hint:
+            print(f"error: {hint}", file=sys.stderr)
+            return 1
+    else:
+        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
+        if not args.json:
+            print("starting the embedded tritonserver ...", file=sys.stderr, flush=True)
+        try:
+            endpoint = server.start(timeout=180)
+        except ServerStartError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    try:
+        result = run_bench(endpoint, args.model, args.protocol, args.concurrency, args.duration,
+                           max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression)
+        check = None
+        if args.perf_analyzer and result.throughput_rps:
+            try:
+                check = cross_check(endpoint, args.model, args.protocol, args.concurrency, args.duration)
+            except PerfAnalyzerError as exc:
+                print(f"perf_analyzer: {exc}", file=sys.stderr)
+    finally:
+        if server is not None:
+            server.stop()
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        lat = result.latency_ms
+        fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+        print(f"{result.model} over {result.protocol}, concurrency {result.concurrency}, "
+              f"{result.window_s:.1f} s ({result.stop_reason})")
+        print(f"  requests {result.requests}  errors {result.errors}  throughput {result.throughput_rps:.1f}/s")
+        print(f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}")
+        print(f"  payload bytes  sent {result.request_bytes}  received {result.response_bytes}")
+        print(f"  wire bytes     sent {result.wire_bytes_sent}  received {result.wire_bytes_received}")
+    for message in result.error_messages:
+        print(f"error: {message}", file=sys.stderr)
+    if check is not None:
+        print(f"cross-check: engine {check['engine_rps']:.1f}/s, perf_analyzer {check['perf_analyzer_rps']:.1f}/s, "
+              f"difference {check['difference'] * 100:+.1f}% ({'agree' if check['agree'] else 'DISAGREE'} "
+              f"within {check['tolerance'] * 100:.0f}%)", file=sys.stderr if args.json else sys.stdout)
+    return 0 if result.requests and not result.errors else 1
+
+
+@subcommand
+def add_bench_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("bench", help="bounded load on one model over one protocol",
+                              description="Closed-loop load with N concurrent clients for a bounded time; "
+                                          "latency percentiles, throughput, payload and wire bytes.")
+    p.add_argument("--model", required=True)
+    p.add_argument("--protocol", required=True, choices=PROTOCOLS)
+    p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
+    p.add_argument("--duration", type=float, default=5.0, help="seconds of measuring (default: %(default)s)")
+    p.add_argument("--url", help="host:port of a running server for this protocol (default: start the "
+                                 "embedded server on free ports)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--max-requests", type=int, default=10_000, help="request cap (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request timeout in seconds")
+    p.add_argument("--compression", choices=("gzip",), default=None)
+    p.add_argument("--perf-analyzer", action="store_true",
+                   help="also run perf_analyzer on the same settings and print both throughputs (to stderr with --json)")
+    p.set_defaults(func=cmd_bench)
+    return p
+
+
+# -- entry point ----------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m triton_kitchen")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add_parser in _SUBCOMMANDS:
+        add_parser(sub)
+    parser.description = f"Command line: ``python -m triton_kitchen {'|'.join(sub.choices)}``."
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
