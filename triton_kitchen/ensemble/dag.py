@@ -5,12 +5,23 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
+from enum import IntEnum
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 from triton_kitchen.config import ConfigError, ModelEntry, load_repository, read_model_dir
 from triton_kitchen.ensemble.problems import Problem, Repo, _as_repo, _find_io, _step_path
 from triton_kitchen.ensemble.validate import _is_decoupled, validate_model
 from triton_kitchen.tensors import dtype_name, tensor_bytes
+
+
+class TypeSource(IntEnum):
+    """Where a DAG tensor's type and shape were read; a lower value is more authoritative and wins."""
+
+    ENSEMBLE_IO = 0  # the ensemble's own input/output declaration
+    PRODUCER = 1  # the output of the step that writes the tensor
+    CONSUMER = 2  # the input of the first step that reads it
+    UNKNOWN = 3
 
 
 @dataclass
@@ -111,7 +122,7 @@ class Dag:
         return out
 
     def to_json(self) -> dict:
-        """The ``dag --format json`` document (DESIGN.md)."""
+        """The ``dag --format json`` document (ARCHITECTURE.md)."""
         return {
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
@@ -133,24 +144,30 @@ def _assign_ids(models: list[str]) -> list[str]:
 
 
 def _compute_stages(steps: list[DagStep], ens_inputs: list[str]) -> None:
-    producer = {}
+    """Set each step's stage: 1 + the latest stage among the steps it reads from (1: reads only ensemble
+    inputs).  A step that reads a tensor nobody writes, or sits on or after a cycle, never runs (None)."""
+    producer: dict[str, str] = {}
     for s in steps:
         for t in s.output_map.values():
-            producer.setdefault(t, s)
+            producer.setdefault(t, s.id)
+    available = set(ens_inputs) | set(producer)
+    # an ensemble input is ready from the start, even when a step also writes it
+    reads_from = {s.id: {producer[t] for t in s.input_map.values() if t in producer and t not in ens_inputs}
+                  for s in steps}
+    sorter = TopologicalSorter(reads_from)
+    try:
+        sorter.prepare()
+    except CycleError:
+        pass  # get_ready() still hands out every step before the cycle
+    by_id = {s.id: s for s in steps}
     stage: dict[str, int] = {}
-    ready = set(ens_inputs)
-    remaining = list(steps)
-    progress = True
-    while progress and remaining:
-        progress = False
-        for s in list(remaining):
-            ins = list(s.input_map.values())
-            if all(t in ready for t in ins):
-                deps = [stage[producer[t].id] for t in ins if t in producer and producer[t].id in stage]
-                stage[s.id] = 1 + max(deps, default=0)
-                ready.update(t for t in s.output_map.values() if producer.get(t) is s)
-                remaining.remove(s)
-                progress = True
+    n = 0
+    # get_ready() batches, each marked done as a whole, are the stages
+    while ready := sorter.get_ready():
+        n += 1
+        runnable = [i for i in ready if all(t in available for t in by_id[i].input_map.values())]
+        stage.update((i, n) for i in runnable)
+        sorter.done(*runnable)  # the others never run, nor does anything after them
     for s in steps:
         s.stage = stage.get(s.id)
 
@@ -233,14 +250,15 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
 
     def touch(t):
         if t not in info:
-            info[t] = {"producer": None, "consumers": [], "type": None, "dims": None, "batched": False, "src": 9}
+            info[t] = {"producer": None, "consumers": [], "type": None, "dims": None, "batched": False,
+                       "src": TypeSource.UNKNOWN}
             order.append(t)
         return info[t]
 
     for io in cfg.input:
         d = touch(io.name)
         d["type"], d["dims"] = _io_info(io)
-        d["batched"], d["src"] = ens_batch, 0
+        d["batched"], d["src"] = ens_batch, TypeSource.ENSEMBLE_IO
     for s, sc in zip(steps, steps_cfg, strict=True):
         sub = repo.get(s.model)
         scfg = sub.config if sub is not None else None
@@ -249,19 +267,19 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
             d = touch(t)
             d["consumers"].append(s.id)
             io = _find_io(scfg, "input", key)
-            if io is not None and d["src"] > 2:
-                d["type"], d["dims"], d["batched"], d["src"] = dtype_name(io.data_type), list(io.dims), sbatch, 2
+            if io is not None and d["src"] > TypeSource.CONSUMER:
+                d.update(type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.CONSUMER)
         for key, t in sc.output_map.items():
             d = touch(t)
             if d["producer"] is None:
                 d["producer"] = s.id
             io = _find_io(scfg, "output", key)
-            if io is not None and d["src"] > 1:
-                d["type"], d["dims"], d["batched"], d["src"] = dtype_name(io.data_type), list(io.dims), sbatch, 1
+            if io is not None and d["src"] > TypeSource.PRODUCER:
+                d.update(type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.PRODUCER)
     for io in cfg.output:
         d = touch(io.name)
         d["type"], d["dims"] = _io_info(io)
-        d["batched"], d["src"] = ens_batch, 0
+        d["batched"], d["src"] = ens_batch, TypeSource.ENSEMBLE_IO
     inputs = [i.name for i in cfg.input]
     outputs = [o.name for o in cfg.output]
     tensors = []

@@ -7,11 +7,12 @@ models' configs: step models present and valid, versions, batch sizes, tensor ma
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections import defaultdict, deque
 from functools import partial
 
-from triton_kitchen.config import ModelEntry, dtype_name, load_repository
+from triton_kitchen.config import ModelEntry, load_repository
 from triton_kitchen.ensemble.model_rules import _check_model
 from triton_kitchen.ensemble.problems import (
     Msg,
@@ -28,6 +29,7 @@ from triton_kitchen.ensemble.problems import (
     _step_path,
     has_errors,
 )
+from triton_kitchen.tensors import dtype_name
 
 
 def validate_repository(path: str | os.PathLike | Repo, config_name: str | None = None) -> list[Problem]:
@@ -250,8 +252,6 @@ _POLL_CODES = {
 
 
 def _close(word: str, choices: list[str]) -> str | None:
-    import difflib
-
     best = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return best[0] if best else None
 
