@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import signal
 import socket
@@ -14,10 +15,18 @@ from pathlib import Path
 
 import psutil
 import pytest
-import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException
 
-from triton_kitchen.server import REPO_ROOT, EmbeddedServer, Endpoint, ServerStartError, probe_kserve
+from triton_kitchen import kserve
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.server import (
+    REPO_ROOT,
+    RUN_OWNER,
+    EmbeddedServer,
+    Endpoint,
+    ServerStartError,
+    probe_kserve,
+    prune_run_dirs,
+)
 
 TINY_MODELS = ("hflip",)
 
@@ -47,16 +56,65 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
     return alive
 
 
-def test_start_stop_leaves_no_process(tiny_repo):
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def run_folder(root: Path, name: str, owner: str | None, age_s: float = 0.0) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "tritonserver.log").write_text("I1201 tritonserver\n")
+    if owner is not None:
+        (folder / RUN_OWNER).write_text(owner + "\n")
+    if age_s:
+        then = time.time() - age_s
+        for path in [*folder.iterdir(), folder]:
+            os.utime(path, (then, then))
+    return folder
+
+
+def test_start_stop_leaves_no_process_and_no_run_folder(tiny_repo):
     srv = EmbeddedServer(tiny_repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
+    assert not srv.run_dir.exists()  # a server never started leaves nothing behind
+    orphan = run_folder(srv.run_dir.parent, f"run-test-{os.getpid()}", f"{socket.gethostname()} {dead_pid()}")
     srv.start(timeout=60)
+    assert not orphan.exists()  # a start prunes the folders of app processes that are gone
+    assert (srv.run_dir / RUN_OWNER).read_text().split() == [socket.gethostname(), str(os.getpid())]
     children = server_processes(srv.pid)
     names = " ".join(p.name() for p in children)
     assert "tritonserver" in names and "triton_python_backend_stub" in names, names
     assert probe_kserve(srv.http_url)
+    assert "tritonserver" in srv.log_tail()
     srv.stop()
     assert wait_gone([p.pid for p in children], 10) == []
     assert not probe_kserve(srv.http_url)
+    assert not srv.run_dir.exists()
+
+
+def test_prune_removes_only_folders_whose_process_is_gone(tmp_path):
+    host = socket.gethostname()
+    gone = run_folder(tmp_path, "run-gone", f"{host} {dead_pid()}")
+    mine = run_folder(tmp_path, "run-mine", f"{host} {os.getpid()}")
+    other_host = run_folder(tmp_path, "run-other", f"not-{host} {dead_pid()}")
+    old_legacy = run_folder(tmp_path, "run-old", None, age_s=2 * 24 * 3600)
+    new_legacy = run_folder(tmp_path, "run-new", None, age_s=60)
+    cache = run_folder(tmp_path, "perf_analyzer_libs", f"{host} {dead_pid()}")
+    assert sorted(prune_run_dirs(tmp_path)) == sorted([gone, old_legacy])
+    assert not gone.exists() and not old_legacy.exists()
+    assert mine.exists() and other_host.exists() and new_legacy.exists() and cache.exists()
+
+
+def test_probe_kserve_is_live_not_ready(server):
+    # one probe in the app, meaning live: with strict readiness an unloaded model makes the server "not ready"
+    assert probe_kserve is kserve.live
+    kserve.unload_model(server.endpoint, "streamer")  # no ensemble uses it
+    try:
+        assert not kserve.ready(server.endpoint) and probe_kserve(server.http_url)
+    finally:
+        kserve.load_model(server.endpoint, "streamer")
+    assert kserve.ready(server.endpoint)
 
 
 def test_parent_killed_takes_server_down(tiny_repo, tmp_path):
@@ -110,15 +168,18 @@ def test_failed_start_quotes_the_log(tmp_path):
         srv.start(timeout=60)
     assert "bad" in str(err.value)
     assert srv.pid is None
+    assert isinstance(err.value, KitchenError) and err.value.code == "server_start" and not err.value.aborted
+    assert "bad" in srv.log_tail()  # the log stays readable after a failed start, until stop()
+    srv.stop()
+    assert not srv.run_dir.exists()
 
 
 def test_repository_api_needs_the_key(server):
-    client = httpclient.InferenceServerClient(server.http_url)
-    with pytest.raises(InferenceServerException) as err:
-        client.unload_model("hflip")
-    assert "restricted" in str(err.value).lower()
-    assert client.is_model_ready("hflip")
-    index = client.get_model_repository_index(headers=server.repo_key)
+    with pytest.raises(kserve.KServeError) as err:
+        kserve.unload_model(server.http_url, "hflip")  # the address alone: no key
+    assert err.value.code == "no_control_api" and "restricted" in err.value.detail.lower()
+    assert kserve.model_ready(server.http_url, "hflip")
+    index = kserve.repository_index(server.http_url, headers=server.repo_key)
     assert {m["name"] for m in index} >= {"image_classifier", "ensemble_pipeline", "streamer"}
 
 
@@ -174,5 +235,8 @@ def test_killed_server_is_noticed_within_two_seconds_and_restarted(tiny_repo):
         noticed = time.monotonic() - t0
         assert srv.died and noticed < 2.0, f"noticed after {noticed:.2f} s"
         assert srv.ensure_running(timeout=60) and srv.restarts == 1
-        assert httpclient.InferenceServerClient(srv.http_url).is_model_ready("hflip")
+        assert kserve.model_ready(srv.http_url, "hflip")
         assert "tritonserver" in (srv.log_file.with_suffix(".log.previous")).read_text()
+        srv.restart(timeout=60)  # a restart keeps the run folder: the last log stays beside the new one
+        assert srv.running and "tritonserver" in srv.log_file.with_suffix(".log.previous").read_text()
+    assert not srv.run_dir.exists()  # the crashed server's folder went with the stop

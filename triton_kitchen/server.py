@@ -2,12 +2,13 @@
 
 The embedded server runs on ``model_repository/`` in explicit model-control mode with every model loaded
 at start, binds 127.0.0.1, restricts its repository and trace APIs to a key only the app holds, and
-writes Triton traces to a file the app can read.
+writes Triton traces to a file the app can read. Its log and traces live in a ``run-*`` folder of the
+cache, made by :meth:`EmbeddedServer.start` and removed by :meth:`EmbeddedServer.stop`; a start also
+removes the folders of app processes that ended without a stop.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import secrets
@@ -19,24 +20,29 @@ import sysconfig
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from triton_kitchen import kserve
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port  # noqa: F401 - re-exported
+from triton_kitchen.errors import KitchenError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 RESTRICTED_HEADER = "triton-kitchen-key"
 RESTRICTED_CATEGORIES = "model-repository,trace"
+RUN_PREFIX = "run-"
+RUN_OWNER = "owner"  # "<host> <pid>" of the app process that made the run folder
+LEGACY_RUN_AGE_S = 24 * 3600  # a run folder without an owner file (older versions) this long untouched is stale
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(KitchenError):
     """The embedded server did not become ready; the message quotes the tail of its log. ``aborted``: it
     was killed by a signal during start-up (a crash, not a refused configuration)."""
 
+    default_code = "server_start"
+
     def __init__(self, message: str, aborted: bool = False) -> None:
-        super().__init__(message)
+        super().__init__("server_start", message)
         self.aborted = aborted
 
 
@@ -111,14 +117,49 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def probe_kserve(http_url: str, timeout: float = 1.0) -> bool:
-    """True when a KServe-v2 server answers ``/v2/health/ready`` at ``http_url`` (host:port)."""
-    url = http_url if "://" in http_url else f"http://{http_url}"
+# The app's one health probe, meaning *live* (see kserve.live: with strict readiness, one unloaded model
+# makes the whole server "not ready" while it answers every other model).
+probe_kserve = kserve.live
+
+
+def _process_exists(pid: int) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/v2/health/ready", timeout=timeout) as resp:
-            return resp.status == 200
-    except (OSError, urllib.error.URLError, ValueError, http.client.HTTPException):
-        return False  # refused, timed out, or not HTTP at all (a gRPC port answers with HTTP/2 frames)
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _last_touched(folder: Path) -> float:
+    try:
+        return max(p.stat().st_mtime for p in [folder, *folder.iterdir()])
+    except OSError:
+        return time.time()
+
+
+def prune_run_dirs(root: Path | None = None) -> list[Path]:
+    """Remove the run folders of app processes on this host that no longer exist (killed, or ended
+    without :meth:`EmbeddedServer.stop`); returns them. A folder without an owner file (made by an older
+    version) goes when nothing in it changed for a day."""
+    root = root or cache_root()
+    host = socket.gethostname()
+    removed = []
+    for folder in sorted(root.glob(f"{RUN_PREFIX}*")):
+        if not folder.is_dir():
+            continue
+        try:
+            owner_host, pid = (folder / RUN_OWNER).read_text().split()
+            stale = owner_host == host and not _process_exists(int(pid))
+        except FileNotFoundError:
+            stale = time.time() - _last_touched(folder) > LEGACY_RUN_AGE_S
+        except (OSError, ValueError):  # being written right now, or not ours to judge
+            continue
+        if stale:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 class EmbeddedServer:
@@ -146,7 +187,8 @@ class EmbeddedServer:
         self.grace = grace
         self.build_models = build_models
         self.key = secrets.token_hex(16)
-        self.run_dir = Path(tempfile.mkdtemp(dir=cache_root(), prefix="run-"))
+        # the folder itself is made by start() and removed by stop(): a server never started leaves nothing
+        self.run_dir = cache_root() / f"{RUN_PREFIX}{secrets.token_hex(6)}"
         self.log_file = self.run_dir / "tritonserver.log"
         self.trace_file = self.run_dir / "trace.json"  # renamed per start: see _start
         self._starts = 0
@@ -235,6 +277,7 @@ class EmbeddedServer:
         with self._lock:
             if self.running:
                 return self.endpoint
+            self._make_run_dir()
             try:
                 endpoint = self._start(timeout)
             except ServerStartError as exc:
@@ -243,6 +286,13 @@ class EmbeddedServer:
                 endpoint = self._start(timeout)
             self._started_once = True
             return endpoint
+
+    def _make_run_dir(self) -> None:
+        if self.run_dir.is_dir():
+            return  # a restart after a crash or a failed start: the last log stays beside the new one
+        prune_run_dirs(self.run_dir.parent)
+        self.run_dir.mkdir(parents=True)
+        (self.run_dir / RUN_OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
 
     @property
     def died(self) -> bool:
@@ -299,7 +349,7 @@ class EmbeddedServer:
                 self.startup_seconds = time.monotonic() - t0
                 return self.endpoint
             time.sleep(0.1)
-        self.stop()
+        self._stop_process()  # the log stays for the message (and the folder until stop())
         raise self._failure(f"tritonserver was not ready after {timeout:.0f} s:")
 
     @property
@@ -307,7 +357,14 @@ class EmbeddedServer:
         return self._proc is not None and self._proc.poll() is None
 
     def stop(self) -> None:
-        """Stop tritonserver and its Python stubs: terminate, then kill after the grace period."""
+        """Stop tritonserver and its Python stubs (terminate, then kill after the grace period), and remove
+        the run folder with its log and traces."""
+        self._stop_process()
+        with self._lock:
+            if self._proc is None:  # not started again meanwhile
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def _stop_process(self) -> None:
         with self._lock:
             proc, self._proc = self._proc, None
             self._started_once = False
@@ -325,7 +382,8 @@ class EmbeddedServer:
             proc.wait()
 
     def restart(self, timeout: float = 60.0) -> Endpoint:
-        self.stop()
+        """Stop and start again; the run folder stays, so the last run's log is kept as ``.log.previous``."""
+        self._stop_process()
         return self.start(timeout)
 
     def log_errors(self, limit: int = 10) -> str:
