@@ -291,10 +291,12 @@ def simulate(
     request_size: int = 1,
     warmup_fraction: float = 0.1,
     seed: int = 0,
+    duration_s: float | None = None,
 ) -> SimResult:
     """``requests`` requests, closed loop (``concurrency`` clients, each sends again ``outside_ms`` after its
     answer) or open loop (``rate_rps``, ``distribution`` constant or poisson, as perf_analyzer's
-    ``--request-distribution``). The first ``warmup_fraction`` of the answers is left out of the summary."""
+    ``--request-distribution``). The first ``warmup_fraction`` of the answers is left out of the summary.
+    ``duration_s``: also stop sending after that much simulated time (whichever comes first)."""
     if (concurrency is None) == (rate_rps is None):
         raise ValueError("give exactly one of concurrency and rate_rps")
     if not 1 <= requests <= MAX_REQUESTS:
@@ -304,6 +306,7 @@ def simulate(
     eng = _Engine(config, service)
     half = service.outside_ms / 2
     rng = random.Random(seed)
+    until = duration_s * 1000 if duration_s else math.inf
     if concurrency is not None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -311,7 +314,7 @@ def simulate(
 
         def send(client: int, t: float) -> None:
             nonlocal sent
-            if sent >= requests:
+            if sent >= requests or t >= until:
                 return
             # clients start a hair apart, as real threads do, so the first batch is not a tie
             eng.arrive(SimRequest(sent, request_size, t + half, client=client))
@@ -330,11 +333,14 @@ def simulate(
         gap = 1000.0 / rate_rps
         t = 0.0
         for i in range(requests):
+            if t >= until:
+                break
             eng.arrive(SimRequest(i, request_size, t + half))
             t += rng.expovariate(1.0 / gap) if distribution == "poisson" else gap
         label = f"open loop, {rate_rps:g} req/s ({distribution})"
     eng.run(requests)
-    result = SimResult(config, service, eng.requests, eng.batches, int(requests * warmup_fraction), label)
+    sent_total = len(eng.requests)
+    result = SimResult(config, service, eng.requests, eng.batches, int(sent_total * warmup_fraction), label)
     result.summary = _summarize(result)
     return result
 
