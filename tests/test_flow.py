@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from triton_kitchen import flow
+from triton_kitchen import flow, kserve
 from triton_kitchen.config import load_repository
+from triton_kitchen.ensemble import build_dag
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.flow import step_models
 
 ROOT = Path(__file__).resolve().parent.parent
 ENSEMBLES = sorted(
@@ -35,6 +39,41 @@ def expected_state(ts: dict[str, int], t: int) -> str:
     if ts["COMPUTE_START"] <= t < ts["COMPUTE_END"]:
         return "computing"
     return "handoff"
+
+
+def test_positions_are_the_dag_pages_layout(recorded_runs):
+    """One layout for the DAG page and the animation: every node and edge from diagram.compute_layout."""
+    from triton_kitchen.diagram import compute_layout
+
+    for run in recorded_runs.values():
+        nodes, paths = flow.positions(run.dag)
+        lay = compute_layout(run.dag)
+        assert nodes == lay.positions
+        assert set(paths) == set(run.dag.edges())
+    for gone in ("stage_layout", "ROW_GAP", "point_along"):  # the private fallback layout
+        assert not hasattr(flow, gone)
+
+
+def test_errors_carry_code_and_detail():
+    err = flow.FlowError("bad_config", "line 3: expected '}'")
+    assert isinstance(err, KitchenError) and (err.code, err.detail) == ("bad_config", "line 3: expected '}'")
+    assert flow.array_bytes is not None  # still importable from flow (its home is tensors)
+
+
+def test_a_programming_error_is_not_a_flow_error(monkeypatch):
+    """Only a config that cannot be read is "not an ensemble"; a bug surfaces as itself."""
+    import triton_kitchen.flow.run as run_module
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(run_module, "build_dag", broken)
+    with pytest.raises(TypeError):
+        flow.send(None, "image_classifier")
+    monkeypatch.undo()
+    with pytest.raises(flow.FlowError) as err:  # a model the repository lacks still is one
+        flow.send(None, "no_such_model")
+    assert err.value.code == "not_ensemble"
 
 
 def test_recorded_trace_covers_every_ensemble(recorded_runs):
@@ -143,9 +182,8 @@ def test_edited_config_animates(server, sample_jpegs):
     assert run.source == "trace" and run.timeline.protocol == "http"
     assert [s.model for s in run.dag.steps] == ["preprocess", "classifier", "postprocess"]
     assert flow.frames(run, "en")
-    from triton_kitchen.clients import http_client
-
-    assert not http_client(server.endpoint).is_model_ready(run.dag.name)  # unloaded again
+    assert run.edited and run.dag.name != "my_pipeline"  # loaded under a temporary name
+    assert not kserve.model_ready(server.endpoint, run.dag.name)  # unloaded again
 
 
 def test_a_broken_edit_is_a_flow_error(server):
@@ -224,3 +262,38 @@ def test_page_replays_the_recorded_trace_when_no_server_answers(monkeypatch):
     assert len(charts) == 2
     assert "recorded" in charts[0].proto.spec
     assert at.button(key="flow_send").disabled
+
+
+UNRELATED = "streamer"  # in no ensemble: what the flow lab shows does not depend on it
+
+
+def test_page_sends_live_while_an_unrelated_model_is_unloaded(server, monkeypatch):
+    """Issue 15: the server runs with strict readiness, so one unloaded model (a batching-lab reload, say)
+    makes it "not ready" while it answers every other model; the flow lab must still send live."""
+    from streamlit.testing.v1 import AppTest
+
+    repo = ROOT / "model_repository"
+    assert all(UNRELATED not in step_models(build_dag(n, repo, validate=False))[0] for n in ENSEMBLES)
+    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)  # remote mode on the session server
+    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    ep = server.endpoint
+    kserve.unload_model(ep, UNRELATED)
+    try:
+        deadline = time.monotonic() + 30
+        while kserve.model_ready(ep, UNRELATED) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert kserve.live(ep) and not kserve.ready(ep)  # the trap: live, yet "not ready"
+        at = AppTest.from_file(str(ROOT / "views" / "lab_flow.py"), default_timeout=60)
+        at.session_state["tk_lang"] = "en"
+        at.session_state["flow_model"] = "image_classifier"
+        at.run()
+        assert not at.exception
+        assert not any("recorded" in i.value for i in at.info)
+        assert not at.button(key="flow_send").disabled
+        at.button(key="flow_send").click().run()
+        assert not at.exception and not at.error
+        run = at.session_state["flow_run"]
+        assert run.dag.name == "image_classifier" and run.source == "statistics"  # a live remote send
+    finally:
+        kserve.load_model(ep, UNRELATED)
+    assert kserve.ready(ep)

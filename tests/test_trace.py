@@ -139,3 +139,40 @@ def test_statistics_fallback_labels_itself(server, sample_jpegs):
     for a, b in zip(steps, steps[1:], strict=False):
         assert b.start_ns == a.end_ns  # a chain: each step laid out after its predecessor
     assert steps[1].timestamps[trace.COMPUTE_END] > steps[1].timestamps[trace.COMPUTE_START]
+
+
+def test_statistics_layout_order_is_topological():
+    """graphlib order: predecessors first, lowest index first among the ready; a cycle keeps index order."""
+    from triton_kitchen.trace.statistics import _topological
+
+    assert _topological(4, [[3], [0], [0], []]) == [3, 0, 1, 2]
+    assert _topological(5, [[], [0], [0], [1, 2], [3]]) == [0, 1, 2, 3, 4]  # tta_ensemble's shape
+    assert _topological(2, [[1], [0]]) == [0, 1]
+
+
+def test_statistics_timeline_lays_branches_side_by_side():
+    models, preds = ["a", "b", "c", "d"], [[], [0], [0], [1, 2]]
+    zero = {"count": 0, "exec": 0, "queue": 0, "compute_input": 0, "infer": 0, "compute_output": 0}
+    before = {m: dict(zero) for m in models}
+    after = {m: {**zero, "count": 1, "infer": 1000 * (i + 1)} for i, m in enumerate(models)}
+    tl = trace.statistics_timeline("e", models, preds, before, after)
+    by = {c.model: c for c in tl.root.children}
+    assert by["b"].start_ns == by["c"].start_ns == by["a"].end_ns  # both branches start when a ends
+    assert by["d"].start_ns == max(by["b"].end_ns, by["c"].end_ns)
+
+
+def test_a_tritonclient_http_client_still_names_its_server():
+    """Transitional: callers that still pass a tritonclient HTTP client reach the same server through kserve."""
+    import tritonclient.http as httpclient
+
+    from triton_kitchen.errors import KitchenError
+    from triton_kitchen.server import Endpoint
+
+    client = httpclient.InferenceServerClient("127.0.0.1:8123")
+    try:
+        assert trace.as_target(client) == "127.0.0.1:8123"
+    finally:
+        client.close()
+    ep = Endpoint(http_url="127.0.0.1:1", grpc_url="127.0.0.1:2")
+    assert trace.as_target(ep) is ep
+    assert isinstance(trace.TraceError("not_found", "x"), KitchenError)

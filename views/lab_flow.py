@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import experiments, flow
+from triton_kitchen import experiments, flow, kserve
 from triton_kitchen.config import load_repository
-from triton_kitchen.server import DEFAULT_REPOSITORY, probe_kserve
+from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import state, tables
 from ui.image_picker import pick_image
 from ui.state import t
@@ -37,7 +37,9 @@ pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
 pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
 image = pick_image("flow")
 ep = state.endpoint()
-if ep is not None and not probe_kserve(ep.http_url, timeout=1.0):
+# *live*, not ready: with strict readiness one unloaded model (a batching-lab reload) makes the server
+# "not ready" while it answers every other model
+if ep is not None and not kserve.live(ep, timeout=1.0):
     ep = None  # nobody answers there: replay the recorded trace
 
 with st.expander(t("lab_flow.edit_title")):
@@ -66,7 +68,7 @@ if st.button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_
                 st.code(exc.detail, language=None, wrap_lines=True)
 
 run = st.session_state.get("flow_run")
-if run is None or (run.dag.name != model and not run.dag.name.startswith("tk_flow_")):
+if run is None or (run.dag.name != model and not run.edited):
     run = _recorded().get(model)
     if ep is None:
         st.info(t("lab_flow.replay_recorded"))
