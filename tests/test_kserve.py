@@ -52,3 +52,14 @@ def test_trace_settings_read_and_write(server):
     assert now["trace_rate"] == "7"
     kserve.update_trace_settings(ep, {"trace_rate": None}, model="preprocess")
     assert kserve.trace_settings(ep, "preprocess")["trace_rate"] == before["trace_rate"]
+
+
+def test_server_status_asks_the_known_models_when_the_index_is_closed(server):
+    from triton_kitchen.endpoint import Endpoint
+    from triton_kitchen.repository import server_status
+
+    keyless = Endpoint(server.http_url, server.grpc_url)  # the repository index is closed to it
+    status = server_status(keyless, known_models=["no_such_model", "classifier"])
+    assert status.up and status.version and not status.error
+    assert [(m.name, m.state) for m in status.models] == [("classifier", "READY"), ("no_such_model", "UNAVAILABLE")]
+    assert {m.name for m in server_status(keyless).models} >= {"classifier", "image_classifier", "streamer"}

@@ -10,18 +10,16 @@ Everything here is read-only: nothing is written to a repository or loaded into 
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
-from tritonclient.utils import InferenceServerException
 
+from triton_kitchen import kserve
 from triton_kitchen.server import DEFAULT_REPOSITORY, Endpoint
 
 MAX_CONFIG_BYTES = 256 * 1024
@@ -92,34 +90,28 @@ class ModelEntry:
 
 # -- the server ------------------------------------------------------------------------------
 def probe_live(http_url: str, timeout: float = 1.0) -> bool:
-    """True when a KServe-v2 server answers ``/v2/health/live``. (``/v2/health/ready`` is not "up": the
-    embedded server runs with strict readiness, so one unloaded model makes the whole server "not ready".)"""
-    url = http_url if "://" in http_url else f"http://{http_url}"
-    try:
-        with urllib.request.urlopen(f"{url}/v2/health/live", timeout=timeout) as resp:
-            return resp.status == 200
-    except (OSError, ValueError, http.client.HTTPException):
-        return False
+    """True when a KServe-v2 server answers ``/v2/health/live`` (:func:`kserve.live`, the app's one probe)."""
+    return kserve.live(http_url, timeout)
 
 
-def server_status(endpoint: Endpoint, timeout: float = 1.5) -> ServerStatus:
-    """Up or down, Triton's version, and every model with its state (readiness when the index is closed)."""
-    from triton_kitchen.clients import http_client
-
+def server_status(
+    endpoint: Endpoint, timeout: float = 1.5, known_models: list[str] | tuple[str, ...] | None = None
+) -> ServerStatus:
+    """Up or down, Triton's version, and every model with its state. When the repository index is closed
+    to this client, the readiness of ``known_models`` (by default the course repository's models)."""
     t0 = time.perf_counter()
     status = ServerStatus(up=False, url=endpoint.http_url)
-    if not probe_live(endpoint.http_url, timeout=timeout):
+    if not kserve.live(endpoint, timeout=timeout):
         status.error = f"no KServe-v2 server answers at http://{endpoint.http_url}/v2/health/live"
         status.checked_ms = (time.perf_counter() - t0) * 1000
         return status
     status.up = True
     try:
-        client = http_client(endpoint, timeout=timeout * 4)
-        meta = client.get_server_metadata()
+        meta = kserve.server_metadata(endpoint, timeout=timeout * 4)
         status.version = str(meta.get("version", ""))
         status.extensions = list(meta.get("extensions", []))
         try:
-            index = client.get_model_repository_index(headers=endpoint.headers or None)
+            index = kserve.repository_index(endpoint, timeout=timeout * 4)
             status.models = [
                 ModelState(
                     name=str(m.get("name", "")),
@@ -129,31 +121,29 @@ def server_status(endpoint: Endpoint, timeout: float = 1.5) -> ServerStatus:
                 )
                 for m in index
             ]
-        except InferenceServerException:
+        except kserve.KServeError as exc:
+            if exc.code == "connection":
+                raise
             # A remote server may restrict the repository API: ask each model we know about instead.
+            names = scan_names(DEFAULT_REPOSITORY) if known_models is None else known_models
             status.models = [
-                ModelState(name, state="READY" if _ready(client, name) else "UNAVAILABLE")
-                for name in sorted(scan_names(DEFAULT_REPOSITORY))
+                ModelState(name, state="READY" if _ready(endpoint, name, timeout) else "UNAVAILABLE")
+                for name in sorted(names)
             ]
-    except (InferenceServerException, OSError, ValueError) as exc:
-        status.error = str(exc)
+    except kserve.KServeError as exc:
+        status.error = exc.detail
     status.models.sort(key=lambda m: m.name)
     status.checked_ms = (time.perf_counter() - t0) * 1000
     return status
 
 
-def _ready(client, name: str) -> bool:
-    try:
-        return bool(client.is_model_ready(name))
-    except (InferenceServerException, OSError):
-        return False
+def _ready(endpoint: Endpoint, name: str, timeout: float = 1.5) -> bool:
+    return kserve.model_ready(endpoint, name, timeout)
 
 
 def loaded_config(endpoint: Endpoint, model: str) -> dict:
-    """The config Triton actually loaded (defaults filled in), as JSON."""
-    from triton_kitchen.clients import http_client
-
-    return http_client(endpoint).get_model_config(model)
+    """The config Triton actually loaded (defaults filled in), as JSON (raises kserve.KServeError)."""
+    return kserve.model_config(endpoint, model)
 
 
 def loaded_config_text(endpoint: Endpoint, model: str) -> str:
@@ -474,12 +464,4 @@ def _dtype_str(value) -> str:
     return str(value).removeprefix("TYPE_")
 
 
-# Triton's words when a client may not use the repository (model control) API: the API is restricted to a
-# header this client lacks (--http-restricted-api), or the server is not in explicit model-control mode.
-_CONTROL_REFUSALS = ("api is restricted", "load / unload is not allowed")
-
-
-def control_api_refused(message: str) -> bool:
-    """True when Triton's error ``message`` says this client may not load or unload models at all."""
-    text = message.lower()
-    return any(r in text for r in _CONTROL_REFUSALS)
+control_api_refused = kserve.control_api_refused  # its old home; the words live in kserve
