@@ -1,12 +1,11 @@
-"""diagram.py: layered layout, crossings, DOT and plotly renderings."""
+"""diagram.py: layered layout, crossings, DOT, and the words from ui.toml."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import plotly.graph_objects as go
-
-from triton_kitchen.diagram import compute_layout, layout, point_along, to_dot, to_plotly
+from triton_kitchen import lessons
+from triton_kitchen.diagram import COLORS, compute_layout, point_along, to_dot
 from triton_kitchen.ensemble import Dag, DagStep, DagTensor, build_dag
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -14,7 +13,7 @@ CORPUS = Path(__file__).parent / "corpus"
 
 def test_layout_columns_follow_stages():
     dag = build_dag("ens", CORPUS / "valid_diamond")
-    pos = layout(dag)
+    pos = compute_layout(dag).positions
     assert set(pos) == set(dag.nodes())
     assert pos["in:IN"][0] == 0
     assert pos["a"][0] == 1 and pos["b"][0] == pos["c"][0] == 2 and pos["d"][0] == 3
@@ -51,9 +50,15 @@ def _crossed_dag() -> Dag:
 
 
 def test_barycenter_removes_crossings():
-    lay = compute_layout(_crossed_dag())
+    dag = _crossed_dag()
+    as_given = compute_layout(dag, sweeps=0)
+    assert as_given.layers[2] == ["b2", "b1"] and as_given.crossings == 2  # a1->b1 crosses a2->b2, and on to P, Q
+    lay = compute_layout(dag)
     assert lay.crossings == 0
-    assert lay.layers[2] in (["a1", "a2"], ["a2", "a1"]) or len(lay.layers) == 4
+    pos = lay.positions
+    for a, b, out in (("a1", "b1", "out:P"), ("a2", "b2", "out:Q")):
+        assert pos[a][1] == pos[b][1] == pos[out][1], (a, b, out, pos)  # each chain on one row
+    assert pos["a1"][1] != pos["a2"][1]
 
 
 def test_point_along():
@@ -84,21 +89,38 @@ def test_dot_clusters_for_expanded_nesting_and_escaping():
     assert 'we\\"ird' in to_dot(dag)
 
 
-def test_plotly_figure_carries_layout():
+def test_layout_has_one_polyline_per_tensor_hop():
     dag = build_dag("ens", CORPUS / "valid_two_outputs")
-    fig = to_plotly(dag, title="two outputs")
-    assert isinstance(fig, go.Figure)
-    meta = fig.layout.meta
-    assert set(meta["positions"]) == set(dag.nodes())
-    assert {e["tensor"] for e in meta["edges"]} == {"IN", "L", "R"}
-    texts = [t for tr in fig.data for t in (tr.text or [])]
-    assert "split" in texts and "L" in texts
-    fig.to_json()  # serialisable for st.plotly_chart
+    lay = compute_layout(dag)
+    assert set(lay.positions) == set(dag.nodes())
+    assert sorted((e.source, e.target, e.tensor) for e in lay.edges) == sorted(dag.edges())
+    assert {e.tensor for e in lay.edges} == {"IN", "L", "R"}
+    for e in lay.edges:
+        assert e.points[0] == lay.positions[e.source] and e.points[-1] == lay.positions[e.target]
+        assert not e.back
 
 
 def test_cycle_still_drawn():
     dag = build_dag("ens", CORPUS / "cycle_two_steps")
+    assert all(s.stage is None for s in dag.steps)
     lay = compute_layout(dag)
-    assert any(e.back for e in lay.edges)
-    assert "never runs" in to_dot(dag)
-    to_plotly(dag)
+    assert set(lay.positions) == set(dag.nodes())
+    back = [e for e in lay.edges if e.back]
+    steps = {s.id for s in dag.steps}
+    assert back and all(e.source in steps and e.target in steps for e in back)
+    for e in back:  # bent below both ends, so it does not run through other nodes
+        bend = min(y for _, y in e.points[1:-1])
+        assert bend < min(lay.positions[e.source][1], lay.positions[e.target][1])
+    dot = to_dot(dag)
+    assert dot.count("never runs") == len(dag.steps)
+    assert dot.count(f'fillcolor="{COLORS["stuck"]}"') == len(dag.steps)
+
+
+def test_words_come_from_ui_toml():
+    dag = build_dag("ens", CORPUS / "valid_diamond")
+    for lang in lessons.LANGS:
+        dot = to_dot(dag, lang=lang)
+        word = lessons.t("diagram.level", lang, n=3)
+        assert word in dot and word != "diagram.level"
+        assert f"{lessons.t('diagram.input', lang)}: IN" in dot
+    assert "最新版本 · 第 1 层" in to_dot(dag, lang="zh") and "latest · level 1" in to_dot(dag)

@@ -1,59 +1,24 @@
-"""Pictures of an ensemble DAG: DOT text for ``st.graphviz_chart`` and a plotly figure.
+"""Pictures of an ensemble DAG: DOT text for ``st.graphviz_chart``, and the layered layout an animation uses.
 
-Both renderings draw the same graph (:class:`triton_kitchen.ensemble.Dag`): ensemble inputs
-on the left, steps in columns by level (``DagStep.stage``: steps of one level stacked, they may
-run at the same time), ensemble outputs on the right; each edge is a tensor labelled with its
-name, type, shape and bytes per request.  People read "level" (zh 层) for a DAG column; "tier"
-(zh 级) is a cascade's, never the DAG's.
+Both draw the same graph (:class:`triton_kitchen.ensemble.Dag`): ensemble inputs on the left, steps in
+columns by level (``DagStep.stage``: steps of one level stacked, they may run at the same time), ensemble
+outputs on the right; each edge is a tensor labelled with its name, type, shape and bytes per request.
+People read "level" (zh 层) for a DAG column; "tier" (zh 级) is a cascade's, never the DAG's.  The words
+come from the ``[diagram]`` table of ``lessons/<lang>/ui.toml``.
 
-The plotly layout is computed here, in Python (no Graphviz binary): longest-path layering by
-stage, dummy nodes on edges that skip stages, then barycenter sweeps to reduce crossings.
-:func:`compute_layout` returns node positions and one polyline per tensor hop, the base an
-animation builds on (:func:`point_along` places a moving tensor on an edge).
+:func:`compute_layout` places the nodes in Python (no Graphviz binary): longest-path layering by stage,
+dummy nodes on edges that skip levels, then barycenter sweeps to reduce crossings.  It returns node
+positions and one polyline per tensor hop, the base an animation builds on (:func:`point_along` places a
+moving tensor on an edge).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triton_kitchen.ensemble import Dag, format_bytes
-
-LABELS = {
-    "en": {
-        "input": "input",
-        "output": "output",
-        "level": "level {n}",
-        "latest": "latest",
-        "version": "v",
-        "ensemble": "ensemble",
-        "decoupled": "decoupled",
-        "never_runs": "never runs",
-        "per_request": "per request",
-        "batch": "batch",
-        "green": "green",
-        "blue": "blue",
-        "orange": "orange",
-        "purple": "purple",
-        "red": "red",
-    },
-    "zh": {
-        "input": "输入",
-        "output": "输出",
-        "level": "第 {n} 层",
-        "latest": "最新",
-        "version": "版本",
-        "ensemble": "集成模型",
-        "decoupled": "解耦",
-        "never_runs": "不会运行",
-        "per_request": "每个请求",
-        "batch": "批",
-        "green": "绿色",
-        "blue": "蓝色",
-        "orange": "橙色",
-        "purple": "紫色",
-        "red": "红色",
-    },
-}
+from triton_kitchen import lessons
+from triton_kitchen.ensemble import Dag
+from triton_kitchen.tensors import format_bytes, short_name
 
 COLORS = {
     "input": "#d8f0d8",
@@ -70,15 +35,25 @@ COLOR_NAMES = {"input": "green", "step": "blue", "output": "orange", "ensemble_s
 
 def colour_words(lang: str = "en") -> dict[str, str]:
     """Node kind -> the colour word for a caption in ``lang``: {"input": "green", "step": "blue", ...}."""
-    return {kind: _t(lang, name) for kind, name in COLOR_NAMES.items()}
+    return {kind: _word(lang, name) for kind, name in COLOR_NAMES.items()}
 
 
-def _t(lang: str, key: str) -> str:
-    return LABELS.get(lang, LABELS["en"]).get(key, LABELS["en"][key])
+def _word(lang: str, key: str, **args) -> str:
+    return lessons.t("diagram." + key, lang, **args)
+
+
+def __getattr__(name: str):
+    # LABELS, the words table this module used to hold, for callers that still read it
+    if name == "LABELS":
+        tables = {lang: lessons.ui_strings(lang) for lang in lessons.LANGS}
+        return {lang: {k.removeprefix("diagram."): v for k, v in table.items() if k.startswith("diagram.")}
+                for lang, table in tables.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def short_type(data_type: str | None) -> str:
-    return (data_type or "?").removeprefix("TYPE_")
+    """``FP32`` for ``TYPE_FP32``; ``?`` when unknown."""
+    return short_name(data_type)
 
 
 def shape_text(dims, batched: bool = False) -> str:
@@ -97,23 +72,17 @@ def tensor_label(dag: Dag, name: str, show_bytes: bool = True) -> str:
 
 
 def version_text(version: int, lang: str = "en") -> str:
-    if version == -1:
-        return f"{_t(lang, 'version')} {_t(lang, 'latest')}" if lang == "zh" else "latest"
-    return f"{_t(lang, 'version')} {version}" if lang == "zh" else f"v{version}"
+    return _word(lang, "version_latest") if version == -1 else _word(lang, "version", n=version)
 
 
 def step_label(step, lang: str = "en") -> str:
     lines = [step.model if step.id == step.model else f"{step.model} ({step.id})"]
-    bits = [version_text(step.version, lang)]
-    if step.stage:
-        bits.append(_t(lang, "level").format(n=step.stage))
-    else:
-        bits.append(_t(lang, "never_runs"))
-    lines.append(" · ".join(bits))
+    level = _word(lang, "level", n=step.stage) if step.stage else _word(lang, "never_runs")
+    lines.append(f"{version_text(step.version, lang)} · {level}")
     if step.is_ensemble:
-        lines.append(_t(lang, "ensemble"))
+        lines.append(_word(lang, "ensemble"))
     if step.decoupled:
-        lines.append(_t(lang, "decoupled"))
+        lines.append(_word(lang, "decoupled"))
     return "\n".join(lines)
 
 
@@ -150,6 +119,8 @@ class Layout:
 
 
 def _node_layers(dag: Dag) -> dict[str, int]:
+    """Column per node: ensemble inputs 0, a step its stage (the DAG's topological levels), outputs last.
+    A step that never runs has no stage: it goes one column after the steps it reads from."""
     layer: dict[str, int] = {}
     for t in dag.inputs:
         layer[f"in:{t}"] = 0
@@ -267,11 +238,6 @@ def compute_layout(dag: Dag, x_gap: float = 1.0, y_gap: float = 1.0, sweeps: int
     return Layout(positions, layers, edges, best_x, dummies)
 
 
-def layout(dag: Dag) -> dict[str, tuple[float, float]]:
-    """Node id -> (x, y); node ids as in :meth:`Dag.nodes` (``in:T``, step ids, ``out:T``)."""
-    return compute_layout(dag).positions
-
-
 def point_along(points: list[tuple[float, float]], t: float) -> tuple[float, float]:
     """The point at fraction ``t`` (0..1) of a polyline's length (for moving tensors)."""
     if not points:
@@ -309,7 +275,7 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
     ]
     for t in dag.inputs:
         tt = dag.tensor(t)
-        label = f"{_t(lang, 'input')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
+        label = f"{_word(lang, 'input')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
         out.append(f"  {_q('in:' + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor=\"{COLORS['input']}\"];")
     groups: dict[str | None, list] = {}
     for s in dag.steps:
@@ -328,7 +294,7 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
                 out.append("  " + step_line(s))
         else:
             out.append(f"  subgraph {_q('cluster_' + g)} {{")
-            out.append(f"    label={_q(g + ' (' + _t(lang, 'ensemble') + ')')}; style=dashed; color=\"#9b8ac4\";")
+            out.append(f"    label={_q(g + ' (' + _word(lang, 'ensemble') + ')')}; style=dashed; color=\"#9b8ac4\";")
             for s in members:
                 out.append("    " + step_line(s))
             out.append("  }")
@@ -338,7 +304,7 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
                 out.append("  { rank=same; " + " ".join(_q(i) + ";" for i in stage_ids) + " }")
     for t in dag.outputs:
         tt = dag.tensor(t)
-        label = f"{_t(lang, 'output')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
+        label = f"{_word(lang, 'output')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
         out.append(
             f"  {_q('out:' + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor=\"{COLORS['output']}\"];"
         )
@@ -346,93 +312,3 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
         out.append(f"  {_q(u)} -> {_q(v)} [label={_q(tensor_label(dag, tensor, show_bytes))}];")
     out.append("}")
     return "\n".join(out) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# plotly
-
-
-def to_plotly(dag: Dag, lang: str = "en", show_bytes: bool = True, title: str | None = None, lay: Layout | None = None):
-    """A plotly figure of the DAG on :func:`compute_layout`'s positions.
-
-    The layout (positions, polylines) is also stored in ``fig.layout.meta`` so a caller
-    holding only the figure can animate on it.
-    """
-    import plotly.graph_objects as go
-
-    lay = lay or compute_layout(dag)
-    fig = go.Figure()
-    # edges
-    for e in lay.edges:
-        xs = [p[0] for p in e.points]
-        ys = [p[1] for p in e.points]
-        fig.add_trace(
-            go.Scatter(
-                x=xs, y=ys, mode="lines", line=dict(color=COLORS["edge"], width=1.6, dash="dot" if e.back else "solid"),
-                hoverinfo="skip", showlegend=False,
-            )
-        )
-        (x0, y0), (x1, y1) = e.points[-2], e.points[-1]
-        fig.add_annotation(
-            x=x1 - 0.12 * (x1 - x0) if x1 != x0 else x1, y=y1 - 0.12 * (y1 - y0), ax=x0, ay=y0,
-            xref="x", yref="y", axref="x", ayref="y", showarrow=True, arrowhead=3, arrowsize=1.1,
-            arrowwidth=1.4, arrowcolor=COLORS["edge"], text="",
-        )
-    # edge labels at the middle of each polyline
-    lx, ly, lt, lh = [], [], [], []
-    for e in lay.edges:
-        x, y = point_along(e.points, 0.5)
-        t = dag.tensor(e.tensor)
-        lx.append(x)
-        ly.append(y)
-        lt.append(e.tensor)
-        lh.append(
-            f"<b>{t.name}</b><br>{short_type(t.data_type)} {shape_text(t.dims, t.batched)}"
-            + (f"<br>{format_bytes(t.bytes)} {_t(lang, 'per_request')}" if show_bytes else "")
-            + f"<br>{e.source} → {e.target}"
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=lx, y=ly, mode="markers+text", text=lt, textposition="top center", hovertext=lh, hoverinfo="text",
-            marker=dict(size=7, color=COLORS["edge"]), textfont=dict(size=10, color="#4b5563"), showlegend=False,
-            name="tensors",
-        )
-    )
-    # nodes
-    def node_trace(ids, color, symbol, labels, hovers, name):
-        return go.Scatter(
-            x=[lay.positions[i][0] for i in ids], y=[lay.positions[i][1] for i in ids], mode="markers+text",
-            text=labels, hovertext=hovers, hoverinfo="text", textposition="bottom center", name=name,
-            marker=dict(size=34, color=color, symbol=symbol, line=dict(color="#374151", width=1)),
-            textfont=dict(size=11, color=COLORS["text"]), showlegend=False, customdata=ids,
-        )
-
-    ins = [f"in:{t}" for t in dag.inputs]
-    outs = [f"out:{t}" for t in dag.outputs]
-    fig.add_trace(node_trace(ins, COLORS["input"], "circle", list(dag.inputs),
-                             [tensor_label(dag, t, show_bytes).replace("\n", "<br>") for t in dag.inputs],
-                             _t(lang, "input")))
-    step_ids = [s.id for s in dag.steps]
-    colors = [COLORS["stuck"] if not s.stage else COLORS["ensemble_step"] if s.is_ensemble else COLORS["step"]
-              for s in dag.steps]
-    fig.add_trace(node_trace(step_ids, colors, "square", [s.id for s in dag.steps],
-                             [step_label(s, lang).replace("\n", "<br>") for s in dag.steps], "steps"))
-    fig.add_trace(node_trace(outs, COLORS["output"], "circle", list(dag.outputs),
-                             [tensor_label(dag, t, show_bytes).replace("\n", "<br>") for t in dag.outputs],
-                             _t(lang, "output")))
-    height = max(260, 110 * max(lay.height, 1) + 80)
-    fig.update_layout(
-        title=title,
-        height=height,
-        margin=dict(l=20, r=20, t=40 if title else 10, b=10),
-        plot_bgcolor="white",
-        xaxis=dict(visible=False, range=[-0.5, max(lay.width - 1, 1) + 0.5]),
-        yaxis=dict(visible=False, scaleanchor=None),
-        hovermode="closest",
-        meta={
-            "positions": {k: list(v) for k, v in lay.positions.items()},
-            "edges": [{"tensor": e.tensor, "source": e.source, "target": e.target, "points": [list(p) for p in e.points]}
-                      for e in lay.edges],
-        },
-    )
-    return fig
