@@ -165,3 +165,8 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+# Test tiers: `live` (tritonserver, browser, the running app) is marked automatically; `-m "not live"` is the
+# fast tier and refuses to start any server (tests/_tiers.py).
+pytest_plugins = ["_tiers"]

@@ -1,0 +1,110 @@
+"""Test tiers: every test that needs tritonserver, a browser or the running app is marked ``live``, found
+automatically so that no hand-kept list can drift; ``pytest -m "not live"`` is the fast tier.
+
+A test is live when
+- it uses a fixture (directly or through other fixtures) from ``LIVE_FIXTURES``, or
+- its body, or a function of its module it calls (followed transitively), names one of ``LIVE_NAMES``
+  (``AppTest``, ``EmbeddedServer``, ``streamlit_app``, Playwright), or
+- it carries the ``browser`` marker, or its module sets ``pytestmark = pytest.mark.live``.
+Tests that run the app get the ``app`` marker too, tests that drive Chromium ``browser``.
+
+The proof that the fast tier starts nothing: when the selected tests hold no live test, starting tritonserver,
+Chromium (Playwright's driver) or ``streamlit run`` fails loudly, here and in child Python processes (through
+``tests/_tier_guard/``), and any attempt fails the session, naming the test.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import types
+from pathlib import Path
+
+import pytest
+from _tier_guard.live_guard import GUARD_ENV, forbid_live_processes
+
+# fixtures that start or reach a real server, or drive a browser (their dependents are found through
+# item.fixturenames, which holds the whole closure)
+LIVE_FIXTURES = frozenset(
+    {
+        "server",  # conftest: the session's embedded tritonserver
+        "small",  # test_faults: a second server it kills
+        "tiny_repo",  # test_server_lifecycle: servers started and killed in the test
+        "corpus_runner",  # test_corpus_agreement: a server loading ~40 corpus repositories
+        "hanging_endpoint",  # test_bench: a socket that never answers, load runs against it for seconds
+        "browser",  # conftest: Chromium through Playwright
+        "embedded_app",
+        "remote_app",
+        "app_url",  # `streamlit run app.py` subprocesses
+    }
+)
+# names whose use in a test (or a helper it calls) means it runs the app, a server or a browser
+APP_NAMES = frozenset({"AppTest"})
+BROWSER_NAMES = frozenset({"sync_playwright", "async_playwright", "CHROMIUM"})
+LIVE_NAMES = APP_NAMES | BROWSER_NAMES | {"EmbeddedServer", "streamlit_app", "serve"}
+GUARD_DIR = Path(__file__).with_name("_tier_guard")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "live: needs tritonserver, a browser or the running app (auto-marked)")
+    config.addinivalue_line("markers", "app: runs the Streamlit app through AppTest (auto-marked)")
+
+
+def _names_used(code: types.CodeType, module_globals: dict, seen: set[int]) -> set[str]:
+    """Global and attribute names a code object uses, following nested code and module-level functions."""
+    if id(code) in seen:
+        return set()
+    seen.add(id(code))
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_used(const, module_globals, seen)
+    for name in list(names):
+        target = module_globals.get(name)
+        if isinstance(target, types.FunctionType) and target.__module__ == module_globals.get("__name__"):
+            names |= _names_used(target.__code__, module_globals, seen)
+    return names
+
+
+def tier_markers(item: pytest.Item) -> set[str]:
+    """The markers the tiers give one test: a subset of {live, app, browser}."""
+    marks = set()
+    fixtures = set(getattr(item, "fixturenames", ()))
+    func = getattr(item, "function", None)
+    names = _names_used(func.__code__, func.__globals__, set()) if func is not None else set()
+    if fixtures & {"browser", "app_url", "embedded_app", "remote_app"} or names & BROWSER_NAMES:
+        marks.add("browser")
+    if names & APP_NAMES:
+        marks.add("app")
+    if marks or fixtures & LIVE_FIXTURES or names & LIVE_NAMES or item.get_closest_marker("browser"):
+        marks.add("live")
+    return marks
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        present = {m.name for m in item.iter_markers()}
+        for name in sorted(tier_markers(item) - present):
+            item.add_marker(name)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """No live test selected: refuse every server, browser and app start from here on."""
+    if session.items and not any(item.get_closest_marker("live") for item in session.items):
+        fd, log = tempfile.mkstemp(prefix="tk-no-live-", suffix=".log")
+        os.close(fd)
+        os.environ[GUARD_ENV] = log
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD_DIR), os.environ.get("PYTHONPATH")]))
+        forbid_live_processes()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    log = os.environ.get(GUARD_ENV)
+    if not log or not os.path.exists(log):
+        return
+    attempts = Path(log).read_text().strip()
+    os.unlink(log)
+    if attempts:
+        print(f"\n\nFAST TIER VIOLATION: tests not marked live tried to start live processes:\n{attempts}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
