@@ -6,15 +6,18 @@ from pathlib import Path
 
 import pytest
 
+from triton_kitchen import config, tensors
 from triton_kitchen.config import (
     ConfigError,
     load_config,
     load_repository,
     locate,
     parse_config,
+    read_config_file,
     read_model_dir,
     served_versions,
 )
+from triton_kitchen.errors import KitchenError
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -72,6 +75,20 @@ def test_parse_errors_are_plain_and_located(text, code, line, column, token, wor
     assert str(err).startswith(f"m/config.pbtxt:{line}:{column}: error: ")
     assert err.triton_message == "failed to read text proto from m/config.pbtxt"
     assert err.detail  # protobuf's own wording is kept
+
+
+def test_config_error_is_a_kitchen_error():
+    with pytest.raises(KitchenError) as info:
+        parse_config('name: "x"\nmax_batch: 8\n', path="m/config.pbtxt")
+    err = info.value
+    assert isinstance(err, ConfigError) and err.code == "unknown_field" and err.params["field"] == "max_batch"
+    assert err.args == (err.message,) and "has no field named" in err.detail
+    assert ConfigError("x", code="no_config").detail is None  # no protobuf wording: none, as before
+
+
+def test_dtype_helpers_are_tensors():
+    assert config.DTYPE_SIZES is tensors.DTYPE_SIZES and config.dtype_name is tensors.dtype_name
+    assert config.dtype_name(1) == "TYPE_BOOL"
 
 
 def test_non_utf8_is_a_config_error():
@@ -141,6 +158,34 @@ def test_repository_keeps_parse_errors_and_config_name(tmp_path):
     assert repo["bad"].error is not None and repo["bad"].config is None
     assert repo["good"].config.backend == "python"
     assert load_repository(tmp_path, config_name="gpu")["good"].config.backend == "onnxruntime"
+
+
+def test_model_dir_kind_extra_configs_and_size_limit(tmp_path):
+    m = tmp_path / "m"
+    (m / "1").mkdir(parents=True)
+    (m / "configs").mkdir()
+    for name in ("gpu.pbtxt", "cpu.pbtxt", "notes.txt"):
+        (m / "configs" / name).write_text('backend: "python"\n')
+    (m / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+    entry = read_model_dir(m)
+    assert entry.kind == "python" and entry.extra_configs == ["cpu.pbtxt", "gpu.pbtxt"]
+    assert entry.text.startswith('name: "m"') and not entry.standalone
+    small = read_model_dir(m, max_bytes=10)
+    assert small.config is None and small.error.code == "too_large" and small.error.params == {"limit": 10}
+    assert small.versions == [1] and small.kind == "?"
+    assert load_repository(tmp_path, max_bytes=10)["m"].error.code == "too_large"
+    assert read_model_dir(tmp_path / "nothing").error.code == "no_config"
+
+
+def test_read_config_file_alone():
+    entry = read_config_file(b'name: "alpha"\nplatform: "ensemble"\n', "up/a.pbtxt")
+    assert entry.name == "alpha" and entry.is_ensemble and entry.standalone and entry.error is None
+    assert str(entry.config_path) == "up/a.pbtxt" and entry.kind == "ensemble"
+    unnamed = read_config_file(b'backend: "python"\n', "b.pbtxt")
+    assert unnamed.name == "b" and unnamed.config_name == "b"
+    bad = read_config_file(b"name: ", "c.pbtxt")
+    assert bad.config is None and bad.error.code == "syntax" and bad.text == "name: "
+    assert read_config_file(b"#" * 11, "d.pbtxt", max_bytes=10).error.code == "too_large"
 
 
 def test_config_name_falls_back_to_directory(tmp_path):

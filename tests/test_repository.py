@@ -1,10 +1,16 @@
-"""Repository browser helpers: models on disk, the server's view, read-only opening, ensemble checks."""
+"""Repository browser helpers: models on disk (the catalogue), the server's view, read-only opening under
+a root, ensemble checks."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
+from triton_kitchen import catalog
 from triton_kitchen import repository as repo
+from triton_kitchen.ensemble import Problem
 from triton_kitchen.server import Endpoint, free_port
 
 EXPECTED = {
@@ -24,18 +30,43 @@ EXPECTED = {
 }
 
 
-def test_scan_repository_reads_every_model():
-    entries = {e.name: e for e in repo.scan_repository()}
+def test_catalog_reads_every_model_in_course_order():
+    entries = catalog.models()
     assert EXPECTED <= set(entries)
     for e in entries.values():
         assert not e.error, (e.name, e.error)
         assert e.versions == [1]
     assert entries["image_classifier"].is_ensemble and entries["image_classifier"].kind == "ensemble"
     assert entries["classifier"].extra_configs == ["gpu.pbtxt"]
+    assert list(entries)[:4] == [catalog.IMAGE_CLASSIFIER, catalog.PREPROCESS, catalog.CLASSIFIER, catalog.POSTPROCESS]
+    assert set(catalog.COURSE_ORDER) == EXPECTED  # every model of the repository has a name in the catalogue
+    assert catalog.ensemble_names() == ["image_classifier", "ensemble_pipeline", "tta_ensemble", "cascade_ensemble"]
+    names = catalog.model_names(first=(catalog.ENSEMBLE_PIPELINE,), leave_out=(catalog.STREAMER,))
+    assert names[:2] == ["ensemble_pipeline", "image_classifier"] and "streamer" not in names
+
+
+def test_catalog_order_and_folders_without_config(tmp_path):
+    for name in ("zeta", "alpha", "classifier", "image_classifier", "no_config"):
+        (tmp_path / name / "1").mkdir(parents=True)
+        if name != "no_config":
+            (tmp_path / name / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n')
+    assert catalog.model_names(tmp_path) == ["image_classifier", "classifier", "alpha", "zeta"]
+    assert catalog.ensemble_names(tmp_path) == []
+
+
+def test_fingerprint_changes_with_a_config(tmp_path):
+    (tmp_path / "m").mkdir()
+    config = tmp_path / "m" / "config.pbtxt"
+    config.write_text('name: "m"\n')
+    before = catalog.fingerprint(tmp_path)
+    assert before == catalog.fingerprint(tmp_path) and [name for name, _ in before] == ["m"]
+    later = time.time() + 5
+    os.utime(config, (later, later))
+    assert catalog.fingerprint(tmp_path) != before
 
 
 def test_summaries_tensors_batching():
-    entries = {e.name: e for e in repo.scan_repository()}
+    entries = catalog.models()
     cls = entries["classifier"].config
     b = repo.batching(cls)
     assert b["max_batch_size"] == 8 and b["dynamic_batching"] and b["preferred_batch_size"] == [4, 8]
@@ -83,23 +114,52 @@ def test_open_other_repository(tmp_path):
     (tmp_path / "good" / "config.pbtxt").write_text('name: "good"\nbackend: "python"\nmax_batch_size: 4\n')
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "config.pbtxt").write_text('name: "bad"\nmax_batch_size: "x"\n')
-    entries = {e.name: e for e in repo.scan_repository(tmp_path)}
+    (tmp_path / "huge").mkdir()
+    (tmp_path / "huge" / "config.pbtxt").write_text("#" * (repo.MAX_CONFIG_BYTES + 1))
+    entries = {e.name: e for e in repo.open_repository(tmp_path, root=tmp_path)}
     assert entries["good"].versions == [1, 2] and not entries["good"].error
     assert entries["bad"].error and entries["bad"].config is None
+    assert repo.error_text(entries["bad"]).startswith("2:17: expected an integer")
+    assert entries["huge"].error.code == "too_large" and not entries["huge"].text  # refused unread
+    rows = {r["model"]: r for r in repo.summary_rows(list(entries.values()))}
+    assert rows["good"]["error"] == "" and rows["bad"]["error"] == repo.error_text(entries["bad"])
     assert (tmp_path / "good" / "config.pbtxt").read_text().startswith('name: "good"')  # untouched
+    assert [e.name for e in repo.open_repository(".", root=tmp_path)] == ["bad", "good", "huge"]
 
 
-@pytest.mark.parametrize("path,code", [("", "repo_not_found"), ("/nonexistent/kitchen", "repo_not_found")])
-def test_open_bad_path(path, code):
+@pytest.mark.parametrize("path,code", [("", "repo_not_found"), ("missing", "repo_not_found")])
+def test_open_bad_path(tmp_path, path, code):
     with pytest.raises(repo.RepositoryError) as info:
-        repo.scan_repository(path)
+        repo.open_repository(path, root=tmp_path)
     assert info.value.code == code
 
 
 def test_open_empty_folder(tmp_path):
     with pytest.raises(repo.RepositoryError) as info:
-        repo.scan_repository(tmp_path)
+        repo.open_repository(tmp_path, root=tmp_path)
     assert info.value.code == "repo_empty"
+
+
+def test_only_folders_under_the_root_open(tmp_path, monkeypatch):
+    """A browser user may not scan the host: only folders under the app's folder or the configured root."""
+    root = tmp_path / "root"
+    (root / "repo" / "m").mkdir(parents=True)
+    (root / "repo" / "m" / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+    (tmp_path / "outside" / "m").mkdir(parents=True)
+    (tmp_path / "outside" / "m" / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+    (root / "link").symlink_to(tmp_path / "outside")
+    monkeypatch.setenv(repo.REPOSITORY_ROOT_ENV, str(root))
+    assert repo.repository_root() == root.resolve()
+    assert [e.name for e in repo.open_repository("repo")] == ["m"]  # relative: under the root
+    assert [e.name for e in repo.open_repository(root / "repo")] == ["m"]
+    for path in (tmp_path / "outside", "/etc", "../outside", "repo/../../outside", "link", "/nonexistent/kitchen"):
+        with pytest.raises(repo.RepositoryError) as info:
+            repo.open_repository(path)
+        assert info.value.code == "repo_outside_root", path  # refused before looking: no probing outside
+    monkeypatch.delenv(repo.REPOSITORY_ROOT_ENV)
+    assert repo.repository_root() == repo.REPO_ROOT.resolve()
+    assert any(e.name == "classifier" for e in repo.open_repository("model_repository"))
+    assert repo.RepositoryError("repo_empty", "x").detail == "x"
 
 
 def test_uploaded_configs_are_only_parsed():
@@ -112,7 +172,9 @@ def test_uploaded_configs_are_only_parsed():
         ]
     )
     assert entries[0].name == "alpha" and entries[0].is_ensemble and not entries[0].error
-    assert entries[1].error and entries[2].error and entries[3].error
+    assert entries[1].error.code == "unreadable" and entries[2].error.code == "syntax"
+    assert entries[3].error.code == "too_large" and entries[3].name == "d"
+    assert all(e.standalone for e in entries) and str(entries[1].config_path) == "b.pbtxt"
 
 
 def _image_classifier_text() -> str:
@@ -133,6 +195,11 @@ def test_check_ensemble_swapped_map():
     check = repo.check_ensemble_text(text)
     assert not check.ok and any(p.severity == "error" for p in check.problems)
     assert any(p.line for p in check.problems)
+    assert all(isinstance(p, Problem) for p in check.problems)  # the one Problem, ensemble's
+    zh = repo.check_ensemble_text(text, lang="zh").problems
+    assert [p.code for p in zh] == [p.code for p in check.problems]
+    assert [p.triton_message for p in zh] == [p.triton for p in check.problems]  # Triton's words stay
+    assert zh[0].message != check.problems[0].message and zh[0].text("en") == zh[0].message
 
 
 def test_check_ensemble_omitted_version():
@@ -141,7 +208,7 @@ def test_check_ensemble_omitted_version():
     )
     check = repo.check_ensemble_text(text)
     assert not check.ok
-    assert any("version 0" in (p.triton or p.message) for p in check.problems)
+    assert any("version 0" in (p.triton_message or p.message) for p in check.problems)
 
 
 def test_check_ensemble_syntax_error():
@@ -160,3 +227,31 @@ def test_intermediate_memory_matches_the_lesson():
     assert rows["image_tensor"]["bytes_in_flight"] == 64 * 4_816_896
     assert "top5_labels" not in rows  # ensemble outputs are not intermediates
     assert "digraph" in repo.ensemble_dot("tta_ensemble", lang="zh")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_ch1_other_repository_stays_under_the_root(server, monkeypatch, lang):
+    """ch1's "open another repository": a folder outside the root is refused with a message, one inside
+    opens (uploads: test_uploaded_configs_are_only_parsed)."""
+    from conftest import switch_page
+    from streamlit.testing.v1 import AppTest
+
+    from triton_kitchen import lessons
+
+    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
+    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.delenv(repo.REPOSITORY_ROOT_ENV, raising=False)
+    at = AppTest.from_file(str(repo.REPO_ROOT / "app.py"), default_timeout=60)
+    at.query_params["lang"] = lang
+    switch_page(at, "views/ch1_inference_server.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(str(repo.repository_root()) in c.value for c in at.caption)  # the help names the root
+    at.text_input(key="ch1_other_path").set_value("/etc").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [lessons.t("error.repo_outside_root", lang)]
+    before = len(at.dataframe)
+    at.text_input(key="ch1_other_path").set_value("model_repository").run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe) > before  # the other repository's table and its models' tables
+    assert any("cascade_bls" in m.value for m in at.markdown)

@@ -1,5 +1,8 @@
 """Read ``config.pbtxt`` files the way Triton does: protobuf text format into ``inference.ModelConfig``.
 
+The app's one config reader: the validator, the diagrams, the CLI and the repository browser all read
+model folders through :func:`read_model_dir` / :func:`load_repository` into :class:`ModelEntry`.
+
 Parsing is protobuf's own ``text_format`` (no hand-written parser).  A syntax or schema error
 becomes a :class:`ConfigError` with the file, line, column, offending token and a plain
 message.  Protobuf's Python parser keeps no source positions, so a small token walker
@@ -22,47 +25,28 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.tensors import DTYPE_SIZES, dtype_name
+
+__all__ = [
+    "DTYPE_SIZES", "ENSEMBLE_PLATFORM", "ConfigError", "Locations", "ModelConfig", "ModelEntry", "dtype_name",
+    "load_repository", "locate", "parse_config", "read_config_file", "read_model_dir", "served_versions",
+]
+
 ModelConfig = mc.ModelConfig
 ENSEMBLE_PLATFORM = "ensemble"
-
-# bytes per element; strings/bytes have no fixed size
-DTYPE_SIZES: dict[str, int | None] = {
-    "TYPE_BOOL": 1,
-    "TYPE_UINT8": 1,
-    "TYPE_UINT16": 2,
-    "TYPE_UINT32": 4,
-    "TYPE_UINT64": 8,
-    "TYPE_INT8": 1,
-    "TYPE_INT16": 2,
-    "TYPE_INT32": 4,
-    "TYPE_INT64": 8,
-    "TYPE_FP16": 2,
-    "TYPE_FP32": 4,
-    "TYPE_FP64": 8,
-    "TYPE_STRING": None,
-    "TYPE_BF16": 2,
-    "TYPE_INVALID": None,
-}
-
-
-def dtype_name(value: int) -> str:
-    """``TYPE_FP32`` for the enum value (``TYPE_<n>`` for unknown numbers)."""
-    try:
-        return mc.DataType.Name(value)
-    except ValueError:
-        return f"TYPE_{value}"
 
 
 # ---------------------------------------------------------------------------------------------
 # errors
 
 
-class ConfigError(Exception):
+class ConfigError(KitchenError):
     """A config file that protobuf cannot read (syntax or schema), or a file that cannot be read.
 
     ``code`` is a short stable key for translation (``syntax``, ``unknown_field``,
-    ``unknown_enum``, ``bad_value``, ``duplicate_field``, ``oneof_conflict``, ``unreadable``),
-    ``params`` the values its message needs.
+    ``unknown_enum``, ``bad_value``, ``duplicate_field``, ``oneof_conflict``, ``unreadable``,
+    ``no_config``, ``too_large``), ``params`` the values its message needs, ``detail`` protobuf's own wording.
     """
 
     def __init__(
@@ -77,15 +61,15 @@ class ConfigError(Exception):
         params: dict | None = None,
         detail: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(code, detail or "")
+        self.args = (message,)  # as before: the plain message, not protobuf's wording
         self.message = message
         self.path = path
         self.line = line
         self.column = column
         self.token = token
-        self.code = code
         self.params = dict(params or {})
-        self.detail = detail  # protobuf's own wording
+        self.detail = detail  # protobuf's own wording (None when there is none)
 
     @property
     def triton_message(self) -> str:
@@ -252,7 +236,10 @@ def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> Mo
 
 
 def load_config(path: str | os.PathLike) -> ModelConfig:
-    """Parse a config file, or ``<dir>/config.pbtxt`` when given a model directory."""
+    """Parse a config file, or ``<dir>/config.pbtxt`` when given a model directory.
+
+    Only tests call it (``tests/test_lesson_content.py``); the app reads through :func:`read_model_dir`.
+    """
     p = Path(path)
     if p.is_dir():
         p = p / "config.pbtxt"
@@ -303,13 +290,13 @@ def locate(text: str) -> Locations:
     loc = Locations()
     try:
         tok = text_format.Tokenizer(text.split("\n"))
-        _walk(tok, (), loc, top=True)
+        _walk(tok, (), loc)
     except Exception:  # noqa: BLE001 - locations are a nicety; never fail because of them
         pass
     return loc
 
 
-def _walk(tok, prefix: tuple, loc: Locations, top: bool = False) -> None:
+def _walk(tok, prefix: tuple, loc: Locations) -> None:
     counters: dict[str, int] = {}
     while not tok.AtEnd() and tok.token not in ("}", ">"):
         line, col = tok._line + 1, tok._column + 1
@@ -346,8 +333,6 @@ def _walk(tok, prefix: tuple, loc: Locations, top: bool = False) -> None:
             _value(tok, key, loc)
         if not tok.TryConsume(","):
             tok.TryConsume(";")
-    if not top:
-        return
 
 
 def _value(tok, key: tuple, loc: Locations) -> None:
@@ -380,6 +365,7 @@ class ModelEntry:
     locations: InitVar[Locations | None] = None  # computed from ``text`` on first use when not given
     files: dict[int, list[str]] = field(default_factory=dict)  # version -> file names in it
     standalone: bool = False  # a config file outside any model directory (no dir/version rules)
+    extra_configs: list[str] = field(default_factory=list)  # configs/*.pbtxt (for --model-config-name)
     _locations: Locations | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self, locations: Locations | None) -> None:
@@ -391,6 +377,12 @@ class ModelEntry:
         if self.config is not None and self.config.name:
             return self.config.name
         return self.name
+
+    @property
+    def kind(self) -> str:
+        """The platform or backend the config names (``ensemble``, ``python``, ...), ``?`` when none."""
+        c = self.config
+        return (c.platform or c.backend or "?") if c is not None else "?"
 
     @property
     def is_ensemble(self) -> bool:
@@ -436,8 +428,13 @@ def served_versions(config: ModelConfig | None, versions: list[int]) -> list[int
     return avail[-n:] if n > 0 else []
 
 
-def read_model_dir(path: str | os.PathLike, config_name: str | None = None) -> ModelEntry:
-    """Read one model directory (config + version folders); parse errors are kept, not raised."""
+def read_model_dir(
+    path: str | os.PathLike, config_name: str | None = None, max_bytes: int | None = None
+) -> ModelEntry:
+    """Read one model directory (config + version folders); parse errors are kept, not raised.
+
+    ``max_bytes`` refuses a bigger config file (error ``too_large``) without reading it.
+    """
     p = Path(path)
     cfg_path = p / "config.pbtxt"
     if config_name:
@@ -457,8 +454,13 @@ def read_model_dir(path: str | os.PathLike, config_name: str | None = None) -> M
                 entry.files[v] = sorted(os.listdir(child.path))
             except OSError:
                 entry.files[v] = []
+        elif child.is_dir() and child.name == "configs":
+            entry.extra_configs = sorted(f.name for f in Path(child.path).glob("*.pbtxt"))
     entry.versions.sort()
     try:
+        if max_bytes is not None and cfg_path.stat().st_size > max_bytes:
+            entry.error = _too_large(cfg_path, max_bytes)
+            return entry
         data = cfg_path.read_bytes()
     except FileNotFoundError:
         entry.error = ConfigError(
@@ -468,23 +470,47 @@ def read_model_dir(path: str | os.PathLike, config_name: str | None = None) -> M
     except OSError as e:
         entry.error = ConfigError(f"cannot read: {e.strerror or e}", path=str(cfg_path), code="unreadable")
         return entry
-    try:
-        entry.text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        entry.text = data.decode("utf-8", errors="replace")
-    try:
-        entry.config = parse_config(data, cfg_path)
-    except ConfigError as e:
-        entry.error = e
-        return entry
+    _parse_into(entry, data)
     return entry
 
 
-def load_repository(path: str | os.PathLike, config_name: str | None = None) -> dict[str, ModelEntry]:
+def read_config_file(data: bytes, path: str | os.PathLike, max_bytes: int | None = None) -> ModelEntry:
+    """A config file on its own (an upload, a file outside any model directory), parsed only.
+
+    The entry is ``standalone``; its name is the config's ``name``, else the file name without suffix.
+    """
+    p = Path(path)
+    entry = ModelEntry(name=p.stem, path=p.parent, config_path=p, standalone=True)
+    if max_bytes is not None and len(data) > max_bytes:
+        entry.error = _too_large(p, max_bytes)
+        return entry
+    _parse_into(entry, data)
+    if entry.config is not None and entry.config.name:
+        entry.name = entry.config.name
+    return entry
+
+
+def _parse_into(entry: ModelEntry, data: bytes) -> None:
+    entry.text = data.decode("utf-8", errors="replace")
+    try:
+        entry.config = parse_config(data, entry.config_path)
+    except ConfigError as e:
+        entry.error = e
+
+
+def _too_large(path: Path, max_bytes: int) -> ConfigError:
+    return ConfigError(
+        f"the file is over {max_bytes} bytes", path=str(path), code="too_large", params={"limit": max_bytes}
+    )
+
+
+def load_repository(
+    path: str | os.PathLike, config_name: str | None = None, max_bytes: int | None = None
+) -> dict[str, ModelEntry]:
     """All model directories of a repository, keyed by directory name (hidden ones skipped).
 
     ``config_name`` picks ``configs/<name>.pbtxt`` where a model has one, like Triton's
-    ``--model-config-name``.
+    ``--model-config-name``; ``max_bytes`` as in :func:`read_model_dir`.
     """
     root = Path(path)
     repo: dict[str, ModelEntry] = {}
@@ -494,5 +520,5 @@ def load_repository(path: str | os.PathLike, config_name: str | None = None) -> 
         raise ConfigError(f"cannot read repository {root}: {e.strerror or e}", path=str(root), code="unreadable") from None
     for child in children:
         if child.is_dir() and not child.name.startswith("."):
-            repo[child.name] = read_model_dir(child.path, config_name)
+            repo[child.name] = read_model_dir(child.path, config_name, max_bytes)
     return repo

@@ -1,38 +1,57 @@
 """The repository browser's library side: models on disk with their configs, and the server's view.
 
 * :func:`server_status` -- is the server up, its version, every model and its readiness;
-* :func:`scan_repository` -- every model folder of a repository path: parsed config, versions on disk;
+* :func:`open_repository` -- every model folder of a repository path under :func:`repository_root`;
 * :func:`parse_uploaded_configs` -- uploaded ``config.pbtxt`` files, parsed only (never loaded);
-* :func:`config_summary` -- a ModelConfig as a few readable rows (kind, batching, instances, tensors).
+* :func:`summary_rows`, :func:`tensors`, :func:`batching`, :func:`instances`, :func:`ensemble_steps` --
+  a ModelConfig as a few readable rows (kind, batching, instances, tensors, steps);
+* :func:`check_ensemble_text`, :func:`ensemble_dot`, :func:`intermediate_memory` -- the editor's checks.
 
-Everything here is read-only: nothing is written to a repository or loaded into a server.
+Files are read by :mod:`triton_kitchen.config` (the one reader, into ``config.ModelEntry``); the course's
+own repository is listed by :mod:`triton_kitchen.catalog`.  Everything here is read-only: nothing is
+written to a repository or loaded into a server.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen import kserve
-from triton_kitchen.server import DEFAULT_REPOSITORY, Endpoint
+from triton_kitchen import catalog, kserve
+from triton_kitchen.config import (
+    ConfigError,
+    ModelEntry,
+    load_repository,
+    locate,
+    parse_config,
+    read_config_file,
+    read_model_dir,
+)
+from triton_kitchen.ensemble import Msg, Problem
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.server import DEFAULT_REPOSITORY, REPO_ROOT, Endpoint
+from triton_kitchen.tensors import short_name
 
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_MODELS = 500
 
+# The old name of config.parse_config (mistakes.py, views/ch8_mistakes.py and two tests still use it);
+# it raises config.ConfigError, a KitchenError.
+parse_config_text = parse_config
 
-class RepositoryError(ValueError):
+
+class RepositoryError(KitchenError):
     """A path or file the browser cannot open; ``code`` is a key for the UI's message table."""
 
     def __init__(self, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
+        super().__init__(code, detail)
 
 
 @dataclass
@@ -62,30 +81,6 @@ class ServerStatus:
             if m.name == model:
                 return m
         return None
-
-
-@dataclass
-class ModelEntry:
-    """One model folder: its config (parsed, or the parse error), versions on disk."""
-
-    name: str
-    path: str
-    config_text: str = ""
-    config: model_config_pb2.ModelConfig | None = None
-    error: str = ""
-    error_line: int | None = None
-    versions: list[int] = field(default_factory=list)
-    extra_configs: list[str] = field(default_factory=list)
-
-    @property
-    def kind(self) -> str:
-        if self.config is None:
-            return "?"
-        return self.config.platform or self.config.backend or "?"
-
-    @property
-    def is_ensemble(self) -> bool:
-        return self.config is not None and self.config.platform == "ensemble"
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -155,110 +150,67 @@ def loaded_config_text(endpoint: Endpoint, model: str) -> str:
 
 
 # -- the files -------------------------------------------------------------------------------
-def parse_config_text(text: str) -> model_config_pb2.ModelConfig:
-    """config.pbtxt text -> ModelConfig; raises RepositoryError("bad_config") with the line number."""
-    try:
-        from triton_kitchen import config as config_module  # the project's parser, when present
-
-        parse = getattr(config_module, "parse_config", None) or getattr(config_module, "parse", None)
-    except ImportError:
-        parse = None
-    if parse is not None:
-        try:
-            parsed = parse(text)
-            cfg = getattr(parsed, "config", parsed)
-            if isinstance(cfg, model_config_pb2.ModelConfig) or hasattr(cfg, "ensemble_scheduling"):
-                out = model_config_pb2.ModelConfig()
-                out.ParseFromString(cfg.SerializeToString())
-                return out
-        except Exception as exc:  # noqa: BLE001 - any parser failure becomes a readable message
-            raise RepositoryError("bad_config", str(exc)) from exc
-    try:
-        return text_format.Parse(text, model_config_pb2.ModelConfig())
-    except text_format.ParseError as exc:
-        raise RepositoryError("bad_config", str(exc)) from exc
+REPOSITORY_ROOT_ENV = "TRITON_KITCHEN_REPOSITORY_ROOT"
 
 
 def scan_names(repo: Path | str) -> list[str]:
+    """The model folders of ``repo`` that hold a ``config.pbtxt``, by name (nothing is parsed)."""
     root = Path(repo)
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "config.pbtxt").is_file())
 
 
-def _versions(folder: Path) -> list[int]:
-    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+def repository_root() -> Path:
+    """The folder whose subfolders a browser user may open: ``$TRITON_KITCHEN_REPOSITORY_ROOT``, else the app's."""
+    return Path(os.environ.get(REPOSITORY_ROOT_ENV) or REPO_ROOT).expanduser().resolve()
 
 
-def read_model(folder: Path) -> ModelEntry:
-    entry = ModelEntry(name=folder.name, path=str(folder))
-    cfg_path = folder / "config.pbtxt"
-    try:
-        entry.versions = _versions(folder)
-        if (folder / "configs").is_dir():
-            entry.extra_configs = sorted(p.name for p in (folder / "configs").glob("*.pbtxt"))
-        if cfg_path.stat().st_size > MAX_CONFIG_BYTES:
-            raise RepositoryError("config_too_large", f"{cfg_path}: over {MAX_CONFIG_BYTES} bytes")
-        entry.config_text = cfg_path.read_text(encoding="utf-8", errors="replace")
-        entry.config = parse_config_text(entry.config_text)
-    except RepositoryError as exc:
-        entry.error = exc.detail
-        entry.error_line = _line_of(exc.detail)
-    except OSError as exc:
-        entry.error = str(exc)
-    return entry
+def allowed_folder(path: Path | str, root: Path | str | None = None) -> Path:
+    """``path`` (relative ones under ``root``) resolved, when it lies under ``root``; else RepositoryError.
 
-
-def scan_repository(repo: Path | str = DEFAULT_REPOSITORY) -> list[ModelEntry]:
-    """Every model folder with a config.pbtxt, read-only. Raises RepositoryError for a bad path."""
-    root = Path(str(repo)).expanduser()
-    if not str(repo).strip():
+    ``root`` defaults to :func:`repository_root`.  Links are resolved first, so none leads out of it.
+    """
+    base = Path(root).expanduser().resolve() if root is not None else repository_root()
+    text = str(path).strip()
+    if not text:
         raise RepositoryError("repo_not_found", "no path given")
-    if not root.exists():
-        raise RepositoryError("repo_not_found", f"{root} does not exist")
-    if not root.is_dir():
-        raise RepositoryError("repo_not_found", f"{root} is not a folder")
+    folder = (base / Path(text).expanduser()).resolve()
+    if not folder.is_relative_to(base):
+        raise RepositoryError("repo_outside_root", f"{text} is not under {base}")
+    return folder
+
+
+def open_repository(path: Path | str, root: Path | str | None = None) -> list[ModelEntry]:
+    """Every model folder with a config.pbtxt under ``path``, read-only (configs over MAX_CONFIG_BYTES
+    are refused unread).  ``path`` must lie under ``root`` (:func:`allowed_folder`); RepositoryError else."""
+    folder = allowed_folder(path, root)
+    if not folder.is_dir():
+        raise RepositoryError("repo_not_found", f"{path} is not a folder")
     try:
-        names = scan_names(root)
+        names = scan_names(folder)
     except OSError as exc:
         raise RepositoryError("repo_not_found", str(exc)) from exc
     if not names:
-        raise RepositoryError("repo_empty", f"{root} holds no <model>/config.pbtxt")
-    return [read_model(root / n) for n in names[:MAX_MODELS]]
+        raise RepositoryError("repo_empty", f"{path} holds no <model>/config.pbtxt")
+    return [read_model_dir(folder / n, max_bytes=MAX_CONFIG_BYTES) for n in names[:MAX_MODELS]]
 
 
 def parse_uploaded_configs(files: list[tuple[str, bytes]]) -> list[ModelEntry]:
     """Uploaded config files -> entries (name from the config, else the file name). Parsed only."""
-    entries = []
-    for filename, data in files:
-        entry = ModelEntry(name=Path(filename).stem, path=filename)
-        if len(data) > MAX_CONFIG_BYTES:
-            entry.error = f"{filename}: {len(data)} bytes is over the {MAX_CONFIG_BYTES}-byte limit"
-            entries.append(entry)
-            continue
-        try:
-            entry.config_text = data.decode("utf-8")
-            entry.config = parse_config_text(entry.config_text)
-            entry.name = entry.config.name or entry.name
-        except UnicodeDecodeError:
-            entry.error = f"{filename}: not UTF-8 text"
-        except RepositoryError as exc:
-            entry.error = exc.detail
-            entry.error_line = _line_of(exc.detail)
-        entries.append(entry)
-    return entries
+    return [read_config_file(data, filename, max_bytes=MAX_CONFIG_BYTES) for filename, data in files]
 
 
-def _line_of(message: str) -> int | None:
-    found = re.search(r"(?:^|\D)(\d+):(\d+) ?:", message)
-    return int(found.group(1)) if found else None
+def error_text(entry: ModelEntry) -> str:
+    """The entry's config error in one line (``line:column: message``), "" when it has none."""
+    err = entry.error
+    if err is None:
+        return ""
+    where = f"{err.line}:{err.column}: " if err.line and err.column else f"{err.line}: " if err.line else ""
+    return where + err.message
 
 
 # -- readable summaries -----------------------------------------------------------------------
-def _dtype(value: int) -> str:
-    return model_config_pb2.DataType.Name(value).removeprefix("TYPE_")
-
-
 def tensors(cfg: model_config_pb2.ModelConfig) -> list[dict]:
     """Inputs and outputs as rows: direction, name, data type, dims, and the shape a client sends."""
     rows = []
@@ -270,7 +222,7 @@ def tensors(cfg: model_config_pb2.ModelConfig) -> list[dict]:
                 {
                     "direction": direction,
                     "name": tensor.name,
-                    "data_type": _dtype(tensor.data_type),
+                    "data_type": short_name(tensor.data_type),
                     "dims": json.dumps(dims),
                     "request_shape": "[" + ", ".join(shape) + "]",
                     "optional": bool(getattr(tensor, "optional", False)),
@@ -330,20 +282,21 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
                 "dynamic_batching": b.get("dynamic_batching"),
                 "instances": instances(cfg) if cfg is not None else "",
                 "state": (state.state if state else "") if status is not None else "",
-                "error": e.error,
+                "error": error_text(e),
             }
         )
     return rows
 
 
 # -- ensembles: validation, DAG and memory through triton_kitchen.config/ensemble/diagram -------
-@dataclass
-class Problem:
-    severity: str  # "error" | "warning"
-    message: str  # the explanation, in the language asked for
-    line: int | None = None
-    code: str = ""
-    triton: str | None = None  # Triton's own wording, where known
+class _Explained(Problem):
+    """An ``ensemble.Problem`` whose ``message`` is in the page's language.
+
+    ``triton`` is the old name of ``triton_message``, kept while views/ch2, views/ch8 and tests read it."""
+
+    @property
+    def triton(self) -> str | None:
+        return self.triton_message
 
 
 @dataclass
@@ -357,69 +310,64 @@ class EnsembleCheck:
 
     @property
     def ok(self) -> bool:
-        return self.config is not None and not any(p.severity == "error" for p in self.problems)
+        return self.config is not None and not any(p.is_error for p in self.problems)
 
 
 _TRITON_STEP_INDEX = re.compile(r"\bstep \d+\b")
 
 
-def _problem(p, lang: str) -> Problem:
-    """ensemble.Problem -> the app's, explained in ``lang``; Triton's words stay as Triton wrote them.
+def _explained(p: Problem, lang: str) -> _Explained:
+    """``p`` explained in ``lang``; Triton's words stay as Triton wrote them.
 
     The explanation counts steps from 1, Triton's own message from 0: when Triton's names a step, say so."""
     text = p.text(lang)
     if p.triton_message and _TRITON_STEP_INDEX.search(p.triton_message) and p.params.get("step") is not None:
-        text += _msg("triton_counts_from_0", lang)
-    return Problem(p.severity, text, p.line, p.code, p.triton_message)
-
-
-def _msg(key: str, lang: str, **args) -> str:
-    from triton_kitchen.ensemble import Msg
-
-    return Msg(key, args).render(lang)
+        text += Msg("triton_counts_from_0").render(lang)
+    values = {f.name: getattr(p, f.name) for f in fields(p)}
+    return _Explained(**{**values, "message": text, "msg": None})
 
 
 def check_ensemble_text(
-    text: str, name: str = "image_classifier", repo: Path | str = DEFAULT_REPOSITORY, lang: str = "en"
+    text: str, name: str = catalog.IMAGE_CLASSIFIER, repo: Path | str = DEFAULT_REPOSITORY, lang: str = "en"
 ) -> EnsembleCheck:
     """Check an edited config of model ``name`` as if it replaced that model's file in ``repo``.
 
     Triton's rules (triton_kitchen.ensemble) against the real step models; nothing is written or loaded.
     The explanations are in ``lang`` (the ``[problem]`` tables of lessons/<lang>/ui.toml).
     """
-    from triton_kitchen import config as cfgmod
     from triton_kitchen import diagram, ensemble
 
     if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
-        return EnsembleCheck(
-            None, [Problem("error", _msg("config_too_large", lang, limit=MAX_CONFIG_BYTES), None, "config_too_large")]
-        )
-    models = cfgmod.load_repository(repo)
+        too_large = Msg("config_too_large", {"limit": MAX_CONFIG_BYTES}).render(lang)
+        return EnsembleCheck(None, [_Explained("error", "config_too_large", too_large)])
+    models = load_repository(repo)
     base = models.get(name)
     folder = Path(repo) / name
     try:
-        cfg = cfgmod.parse_config(text, path=f"{name}/config.pbtxt")
-    except cfgmod.ConfigError as exc:
-        text = ensemble.config_error_msg(exc).render(lang)
-        return EnsembleCheck(None, [Problem("error", text, exc.line, exc.code, exc.triton_message)])
-    entry = cfgmod.ModelEntry(
+        cfg = parse_config(text, path=f"{name}/config.pbtxt")
+    except ConfigError as exc:
+        explained = ensemble.config_error_msg(exc).render(lang)
+        problem = _Explained("error", exc.code, explained, exc.params, exc.line, exc.triton_message)
+        return EnsembleCheck(None, [problem])
+    entry = ModelEntry(
         name=name,
         path=base.path if base else folder,
         config_path=base.config_path if base else folder / "config.pbtxt",
         config=cfg,
         versions=list(base.versions) if base else [1],
         text=text,
-        locations=cfgmod.locate(text),
+        locations=locate(text),
         files=dict(base.files) if base else {1: []},
     )
     models[name] = entry
-    check = EnsembleCheck(cfg, [_problem(p, lang) for p in ensemble.validate_model(name, models)])
+    check = EnsembleCheck(cfg, [_explained(p, lang) for p in ensemble.validate_model(name, models)])
     if entry.is_ensemble:
         try:
             check.dag = ensemble.build_dag(name, models, validate=False)
             check.dot = diagram.to_dot(check.dag, lang=lang)
-        except (cfgmod.ConfigError, KeyError, ValueError) as exc:  # a graph too broken to draw
-            check.problems.append(Problem("warning", _msg("cannot_draw", lang, error=exc)))
+        except (ConfigError, KeyError, ValueError) as exc:  # a graph too broken to draw
+            cannot_draw = Msg("cannot_draw", {"error": exc}).render(lang)
+            check.problems.append(_Explained("warning", "cannot_draw", cannot_draw))
     return check
 
 
@@ -449,19 +397,13 @@ def intermediate_memory(
                 "tensor": tensor.name,
                 "producer": tensor.producer,
                 "consumers": list(tensor.consumers),
-                "data_type": _dtype_str(tensor.data_type),
+                "data_type": short_name(tensor.data_type),
                 "dims": list(tensor.dims or []),
                 "bytes_per_request": per,
                 "bytes_in_flight": per * in_flight if per is not None else None,
             }
         )
     return rows
-
-
-def _dtype_str(value) -> str:
-    if value is None:
-        return "?"
-    return str(value).removeprefix("TYPE_")
 
 
 control_api_refused = kserve.control_api_refused  # its old home; the words live in kserve

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import repository as repo
+from triton_kitchen import catalog, repository
 from triton_kitchen.classify import ClassifyError, classify
+from triton_kitchen.config import ModelEntry
 from ui import state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
@@ -17,13 +18,16 @@ def _columns(rows: list[dict], prefix: str) -> list[dict]:
     return [{t(f"{prefix}.{k}"): v for k, v in row.items()} for row in rows]
 
 
-def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None, key: str = "ch1_config_tab") -> None:
+def _model_details(
+    entry: ModelEntry, status: repository.ServerStatus | None, key: str = "ch1_config_tab"
+) -> None:
     if entry.error:
-        state.show_error("bad_config", entry.error)
-        st.code(entry.config_text or "", language="protobuf", line_numbers=True)
+        code = "config_too_large" if entry.error.code == "too_large" else "bad_config"
+        state.show_error(code, repository.error_text(entry))
+        st.code(entry.text, language="protobuf", line_numbers=True)
         return
     cfg = entry.config
-    b = repo.batching(cfg)
+    b = repository.batching(cfg)
     model_state = status.state_of(entry.name) if status else None
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(t("repo.kind"), entry.kind)
@@ -33,10 +37,10 @@ def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None, key
     if b["max_batch_size"] > 0:
         st.caption(t("repo.batch_note", n=b["max_batch_size"]))
     st.markdown(f"**{t('repo.tensors')}**")
-    st.dataframe(_columns(repo.tensors(cfg), "repo.col"), hide_index=True, width="stretch")
+    st.dataframe(_columns(repository.tensors(cfg), "repo.col"), hide_index=True, width="stretch")
     if entry.is_ensemble:
         st.markdown(f"**{t('repo.steps')}**")
-        st.dataframe(_columns(repo.ensemble_steps(cfg), "repo.col"), hide_index=True, width="stretch")
+        st.dataframe(_columns(repository.ensemble_steps(cfg), "repo.col"), hide_index=True, width="stretch")
     else:
         if b["dynamic_batching"]:
             st.info(
@@ -51,21 +55,21 @@ def _model_details(entry: repo.ModelEntry, status: repo.ServerStatus | None, key
             st.info(t("repo.decoupled"), icon="📡")
         else:
             st.caption(t("repo.dynamic_off"))
-        if repo.instances(cfg):
-            st.caption(t("repo.instances", groups=repo.instances(cfg)))
+        if repository.instances(cfg):
+            st.caption(t("repo.instances", groups=repository.instances(cfg)))
     if entry.extra_configs:
         st.caption(t("repo.extra_configs", files=", ".join(entry.extra_configs)))
     # Lazy tabs: only the open one is drawn (the loaded config is long, and asked of the server).
     tab_file, tab_loaded = st.tabs([t("repo.tab_file"), t("repo.tab_loaded")], key=key, on_change="rerun")
     if tab_file.open:
-        tab_file.code(entry.config_text, language="protobuf", line_numbers=True)
+        tab_file.code(entry.text, language="protobuf", line_numbers=True)
     if tab_loaded.open:
         ep = state.endpoint()
         if ep is None or model_state is None or not model_state.ready:
             tab_loaded.caption(t("repo.not_loaded"))
         else:
             tab_loaded.caption(t("repo.loaded_note"))
-            tab_loaded.code(repo.loaded_config_text(ep, entry.name), language="protobuf")
+            tab_loaded.code(repository.loaded_config_text(ep, entry.name), language="protobuf")
 
 
 @st.fragment  # a click reruns only this part: cheap enough for a whole class clicking at once
@@ -90,7 +94,7 @@ def order_a_meal() -> None:
     with right:
         if clicked:
             try:
-                result = classify(ep, image, model="image_classifier", protocol=protocol)
+                result = classify(ep, image, model=catalog.IMAGE_CLASSIFIER, protocol=protocol)
                 st.session_state["ch1_result"] = (hash(image), result)
             except ClassifyError as exc:
                 st.session_state.pop("ch1_result", None)
@@ -105,9 +109,10 @@ def order_a_meal() -> None:
 def repository_browser() -> None:
     st.subheader(t("repo.title"))
     status = st.session_state.get("tk_status") or current_status()
-    entries = repo.scan_repository()
-    st.caption(t("repo.path", path=str(repo.DEFAULT_REPOSITORY.name) + "/"))
-    st.dataframe(_columns(repo.summary_rows(entries, status), "repo.col"), hide_index=True, width="stretch")
+    entries = list(catalog.models().values())
+    st.caption(t("repo.path", path=str(repository.DEFAULT_REPOSITORY.name) + "/"))
+    rows = repository.summary_rows(entries, status)
+    st.dataframe(_columns(rows, "repo.col"), hide_index=True, width="stretch")
     names = [e.name for e in entries]
     current = state.selected_model()
     chosen = st.selectbox(
@@ -121,27 +126,25 @@ def repository_browser() -> None:
 
 def other_repository() -> None:
     with st.expander(t("repo.other_title")):  # not lazy: a closed lazy expander would drop the uploads
-        st.caption(t("repo.other_help"))
-        path = st.text_input(
-            t("repo.other_path"), key="ch1_other_path", placeholder="/path/to/model_repository"
-        )
+        st.caption(t("repo.other_help", root=str(repository.repository_root())))
+        path = st.text_input(t("repo.other_path"), key="ch1_other_path", placeholder="model_repository")
         uploads = st.file_uploader(
             t("repo.other_upload"), type=["pbtxt", "txt"], accept_multiple_files=True, key="ch1_other_upload"
         )
-        entries: list[repo.ModelEntry] = []
+        entries: list[ModelEntry] = []
         if path.strip():
             try:
-                entries += repo.scan_repository(path.strip())
-            except repo.RepositoryError as exc:
+                entries += repository.open_repository(path.strip())  # only folders under repository_root()
+            except repository.RepositoryError as exc:
                 state.show_error(exc)
         if uploads:
-            entries += repo.parse_uploaded_configs([(u.name, u.getvalue()) for u in uploads])
+            entries += repository.parse_uploaded_configs([(u.name, u.getvalue()) for u in uploads])
         if not entries:
             return
-        st.dataframe(_columns(repo.summary_rows(entries), "repo.col"), hide_index=True, width="stretch")
+        st.dataframe(_columns(repository.summary_rows(entries), "repo.col"), hide_index=True, width="stretch")
         for entry in entries:
             with st.container(border=True):
-                st.markdown(f"**{entry.name}** · `{entry.path}`")
+                st.markdown(f"**{entry.name}** · `{entry.config_path if entry.standalone else entry.path}`")
                 _model_details(entry, None, key=f"ch1_other_tab_{entry.name}")
 
 

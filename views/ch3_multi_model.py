@@ -4,37 +4,33 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import experiments
-from triton_kitchen import repository as repo
+from triton_kitchen import catalog, experiments, repository
 from triton_kitchen.classify import ClassifyError
+from triton_kitchen.config import ModelEntry
 from ui import state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
 from ui.state import t
 
 
-def _stamp() -> tuple:
-    """The repository's configs as (model, mtime): cached drawings are redrawn when a file changes."""
-    return tuple(sorted((p.parent.name, p.stat().st_mtime_ns) for p in repo.DEFAULT_REPOSITORY.glob("*/config.pbtxt")))
-
-
+# Cached per catalog.fingerprint(): drawings and tables are redone when a config file changes.
 @st.cache_resource(show_spinner=False, max_entries=2)  # read-only here; protobuf configs do not pickle
-def _scan(stamp: tuple) -> dict[str, repo.ModelEntry]:
-    return {e.name: e for e in repo.scan_repository()}
+def _scan(stamp: tuple) -> dict[str, ModelEntry]:
+    return catalog.models()
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _dot(name: str, lang: str, stamp: tuple) -> str:
-    return repo.ensemble_dot(name, lang=lang)
+    return repository.ensemble_dot(name, lang=lang)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _memory(name: str, batch: int, in_flight: int, stamp: tuple) -> list[dict]:
-    return repo.intermediate_memory(name, batch_size=batch, in_flight=in_flight)
+    return repository.intermediate_memory(name, batch_size=batch, in_flight=in_flight)
 
 
-def _models() -> dict[str, repo.ModelEntry]:
-    return _scan(_stamp())
+def _models() -> dict[str, ModelEntry]:
+    return _scan(catalog.fingerprint())
 
 
 def _draw(name: str) -> None:
@@ -42,31 +38,31 @@ def _draw(name: str) -> None:
     if entry is None or entry.config is None:
         state.show_error("model_not_ready", name)
         return
-    st.graphviz_chart(_dot(name, state.lang(), _stamp()), width="stretch")
+    st.graphviz_chart(_dot(name, state.lang(), catalog.fingerprint()), width="stretch")
     st.caption(t("ch3.drawn_from", model=name))
 
 
 def pipeline() -> None:
-    _draw("image_classifier")
+    _draw(catalog.IMAGE_CLASSIFIER)
 
 
 def parallel() -> None:
-    _draw("tta_ensemble")
+    _draw(catalog.TTA_ENSEMBLE)
     page_link("views/lab_flow.py", "ch3.to_flow_lab")
 
 
 def cascade() -> None:
-    _draw("cascade_ensemble")  # the page's whole width: a half column was unreadable on a projector
-    entry = _models().get("cascade_bls")
+    _draw(catalog.CASCADE_ENSEMBLE)  # the page's whole width: a half column was unreadable on a projector
+    entry = _models().get(catalog.CASCADE_BLS)
     st.markdown(t("ch3.bls_note"))
     if entry is not None:
-        st.code(entry.config_text, language="protobuf")
+        st.code(entry.text, language="protobuf")
     st.markdown(f"**{t('ch3.compare_title')}**")
     image = pick_image("ch3")
     ep = state.endpoint()
     if st.button(t("ch3.compare"), key="ch3_compare", type="primary", disabled=image is None or ep is None):
         results = {}
-        for model in ("cascade_ensemble", "cascade_bls"):
+        for model in (catalog.CASCADE_ENSEMBLE, catalog.CASCADE_BLS):
             try:
                 results[model] = experiments.cascade_call(ep, image, model)
             except ClassifyError as exc:
@@ -78,13 +74,13 @@ def cascade() -> None:
         with col:
             show_classification(call.result)
             if call.answer_tier is not None:
-                kind = "ensemble" if model == "cascade_ensemble" else "bls"
+                kind = "ensemble" if model == catalog.CASCADE_ENSEMBLE else "bls"
                 st.info(t(f"ch3.answer_tier_{kind}", tier=call.answer_tier), icon="🔎")
             st.caption(
                 t(
                     "ch3.tier_runs",
-                    coarse=call.tier_runs["classifier_coarse"],
-                    fine=call.tier_runs["classifier"],
+                    coarse=call.tier_runs[catalog.CLASSIFIER_COARSE],
+                    fine=call.tier_runs[catalog.CLASSIFIER],
                     tiers=call.tiers_ran,
                 )
             )
@@ -93,14 +89,14 @@ def cascade() -> None:
 def memory() -> None:
     name = st.selectbox(
         t("ch3.memory_model"),
-        ["image_classifier", "tta_ensemble", "cascade_ensemble", "ensemble_pipeline"],
+        [catalog.IMAGE_CLASSIFIER, catalog.TTA_ENSEMBLE, catalog.CASCADE_ENSEMBLE, catalog.ENSEMBLE_PIPELINE],
         key="ch3_mem_model",
         placeholder=t("widget.choose"),
     )
     c1, c2 = st.columns(2)
     batch = c1.select_slider(t("ch3.batch"), [1, 2, 4, 8], value=8, key="ch3_batch")
     in_flight = c2.slider(t("ch3.in_flight"), 1, 128, 64, key="ch3_in_flight")
-    rows = _memory(name, batch, in_flight, _stamp())
+    rows = _memory(name, batch, in_flight, catalog.fingerprint())
     per_request = [(r["bytes_per_request"] or 0) / 1e6 for r in rows]
     total = sum(per_request)
     st.caption(t("ch3.memory_caption", b=batch, total=total, n=in_flight, total_n=total * in_flight))

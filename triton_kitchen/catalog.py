@@ -1,0 +1,79 @@
+"""The course's models: their names, and the repository's models in the order the course shows them.
+
+Every page that lists the repository asks here (``models``, ``model_names``, ``ensemble_names``), so
+the browser, the labs and the diagrams agree on which models exist and in which order; :func:`fingerprint`
+tells a cache when a config file changed.  Reading the files is :mod:`triton_kitchen.config`'s job.
+
+    catalog.model_names()                         # image_classifier, preprocess, classifier, ...
+    catalog.ensemble_names()                      # image_classifier, ensemble_pipeline, tta_ensemble, ...
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from triton_kitchen.config import ModelEntry, load_repository
+from triton_kitchen.server import DEFAULT_REPOSITORY
+
+# chapter 1's set meal: one ensemble of three steps
+IMAGE_CLASSIFIER = "image_classifier"
+PREPROCESS = "preprocess"
+CLASSIFIER = "classifier"
+POSTPROCESS = "postprocess"
+# chapters 2 and 4: the tutorial's own pipeline (a preprocessed tensor in, probabilities out)
+ENSEMBLE_PIPELINE = "ensemble_pipeline"
+# chapter 3's patterns: parallel (test-time augmentation) and cascade (ensemble and BLS)
+TTA_ENSEMBLE = "tta_ensemble"
+HFLIP = "hflip"
+FUSE_LOGITS = "fuse_logits"
+CASCADE_ENSEMBLE = "cascade_ensemble"
+CLASSIFIER_COARSE = "classifier_coarse"
+CASCADE_SELECT = "cascade_select"
+CASCADE_BLS = "cascade_bls"
+# chapters 5 and 6: a decoupled model that streams tokens
+STREAMER = "streamer"
+
+# the order the course meets them; a model the course does not know comes after, by name
+COURSE_ORDER = (
+    IMAGE_CLASSIFIER, PREPROCESS, CLASSIFIER, POSTPROCESS,
+    ENSEMBLE_PIPELINE,
+    TTA_ENSEMBLE, HFLIP, FUSE_LOGITS,
+    CASCADE_ENSEMBLE, CLASSIFIER_COARSE, CASCADE_SELECT, CASCADE_BLS,
+    STREAMER,
+)
+
+
+def course_order(names, first: tuple[str, ...] = ()) -> list[str]:
+    """``names`` in the course's order (``first`` before everything else); unknown names last, sorted."""
+    rank: dict[str, int] = {}
+    for name in (*first, *COURSE_ORDER):
+        rank.setdefault(name, len(rank))
+    return sorted(set(names), key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def models(repo: str | os.PathLike = DEFAULT_REPOSITORY, max_bytes: int | None = None) -> dict[str, ModelEntry]:
+    """Every model folder of ``repo`` that has a ``config.pbtxt``, read, in the course's order."""
+    found = {
+        name: entry
+        for name, entry in load_repository(repo, max_bytes=max_bytes).items()
+        if entry.error is None or entry.error.code != "no_config"
+    }
+    return {name: found[name] for name in course_order(found)}
+
+
+def model_names(
+    repo: str | os.PathLike = DEFAULT_REPOSITORY, first: tuple[str, ...] = (), leave_out: tuple[str, ...] = ()
+) -> list[str]:
+    """The names of :func:`models`, ``first`` first, without ``leave_out``."""
+    return [n for n in course_order(models(repo), first) if n not in leave_out]
+
+
+def ensemble_names(repo: str | os.PathLike = DEFAULT_REPOSITORY) -> list[str]:
+    """The repository's ensembles (configs that parse and schedule steps), in the course's order."""
+    return [name for name, entry in models(repo).items() if entry.is_ensemble]
+
+
+def fingerprint(repo: str | os.PathLike = DEFAULT_REPOSITORY) -> tuple:
+    """The repository's config files as ``(model, mtime_ns)`` pairs: a cache key that changes with any file."""
+    return tuple(sorted((p.parent.name, p.stat().st_mtime_ns) for p in Path(repo).glob("*/config.pbtxt")))
