@@ -134,6 +134,61 @@ def test_streaming_over_grpc_and_sse(server):
         assert r.to_dict()["tokens"] == 4
 
 
+def test_model_info_over_http_raises_protocol_errors(server):
+    with pytest.raises(P.ProtocolError) as err:
+        P.model_info(server.endpoint, "no_such_model", "http-binary")
+    assert err.value.kind == err.value.code == "server"
+    from triton_kitchen.server import Endpoint, free_port
+
+    closed = f"127.0.0.1:{free_port()}"
+    with pytest.raises(P.ProtocolError) as err:
+        P.model_info(Endpoint(closed, closed), "classifier", "http-binary", timeout=2)
+    assert err.value.kind == "connection"
+
+
+def test_protocol_error_is_a_kitchen_error():
+    from triton_kitchen.errors import KitchenError
+
+    exc = P.ProtocolError("HTTP 400: no such model", "server")
+    assert isinstance(exc, KitchenError)
+    assert (exc.code, exc.kind, exc.detail, str(exc)) == ("server", "server", "HTTP 400: no such model",
+                                                          "HTTP 400: no such model")
+
+
+def test_stream_run_derives_ttft_and_gaps_from_arrivals():
+    run = P.StreamRun("http-sse", ["a", "b", "c"], [12.0, 42.0, 75.0], total_ms=80.0)
+    assert run.ttft_ms == run.first_token_ms == 12.0
+    assert run.inter_token_ms == pytest.approx([30.0, 33.0])
+    assert run.transport == "sse" and P.StreamRun("grpc-stream").transport == "grpc"
+    d = run.to_dict()
+    assert d["tokens"] == 3 and d["inter_token_ms_mean"] == pytest.approx(31.5) and d["error"] is None
+    empty = P.StreamRun("grpc-stream")
+    assert empty.ttft_ms is None and empty.inter_token_ms == [] and empty.to_dict()["inter_token_ms_mean"] is None
+    assert P.StreamTiming is P.StreamRun
+
+
+def test_sse_parser_reads_data_lines_only():
+    lines = [b": keep-alive\n", b'data: {"token": "one"}\n', b"\n", b"event: message\n", b'data:{"token": ["two"]}\r\n',
+             b'data: {"error": "boom"}\n']
+    assert list(P.sse_events(lines)) == [{"token": "one"}, {"token": ["two"]}, {"error": "boom"}]
+
+
+def test_one_samples_module_behind_every_old_name():
+    from triton_kitchen import demo, samples
+
+    assert P.sample_jpeg is demo.sample_jpeg is samples.sample_jpeg
+    assert P.image_tensor is samples.image_tensor
+    assert demo.imagenet_labels is samples.imagenet_labels and demo.LABELS_FILE == samples.LABELS_FILE
+    assert demo.stream_grpc is P.stream_grpc and demo.stream_sse is P.stream_sse
+    assert demo.StreamRun is P.StreamRun and demo.STREAM_MODEL == P.STREAM_MODEL == "streamer"
+    jpeg = samples.sample_jpeg()
+    assert jpeg == samples.sample_jpeg("chelsea") and jpeg[:3] == b"\xff\xd8\xff"
+    tensor = samples.image_tensor(jpeg)
+    assert tensor.shape == (1, 3, 224, 224) and tensor.dtype == np.float32
+    labels = samples.imagenet_labels()
+    assert len(labels) == 1000 and labels[0].startswith("tench")
+
+
 def _lab(server, monkeypatch, page: str, lang: str):
     from pathlib import Path
 
@@ -162,3 +217,35 @@ def test_protocol_lab_page(server, monkeypatch, lang):
     at.button(key="proto_stream_run").click().run()
     assert not at.exception and not at.error
     assert len(at.metric) >= 2
+
+
+def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeypatch):
+    from triton_kitchen import lessons
+
+    at = _lab(server, monkeypatch, "views/lab_protocols.py", "en")
+    at.slider(key="proto_load_d").set_value(1)
+    at.slider(key="proto_load_c").set_value(1)
+    at.button(key="proto_load_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    results = at.session_state["proto_load"]
+    assert [r.protocol for r in results] == list(P.PROTOCOLS)
+    assert all(r.requests > 0 and r.wire_bytes_sent is None for r in results)  # no proxy in the timed path
+    wire = at.session_state["proto_load_wire"]
+    assert set(wire) == set(P.PROTOCOLS)
+    for p, (sent, received) in wire.items():
+        assert sent > 3 * 224 * 224 * 4 and received > 1000 * 4, p  # ensemble_pipeline: the tensors and more
+    assert lessons.t("lab_protocols.wire_pass_note", "en", calls=3) in [c.value for c in at.caption]
+    table = at.dataframe[0].value
+    assert lessons.t("lab_protocols.col_wire_per_call", "en") in table.columns and len(table.columns) <= 8
+
+
+@pytest.mark.parametrize(("page", "button", "runs_key"), [("views/ch5_grpc.py", "ch5_stream", "ch5_stream_run"),
+                                                          ("views/ch6_choosing_protocol.py", "ch6_run", "ch6_runs")])
+def test_chapter_stream_demos_draw_token_arrivals(server, monkeypatch, page, button, runs_key):
+    at = _lab(server, monkeypatch, page, "en")
+    at.button(key=button).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    runs = at.session_state[runs_key]
+    for run in runs if isinstance(runs, list) else [runs]:
+        assert run.error is None and run.tokens and len(run.arrivals_ms) == len(run.tokens)
+    assert at.get("plotly_chart")

@@ -1,4 +1,4 @@
-"""Chapter 7's demo: the tutorial's client code run against an Endpoint, plus sample photos.
+"""Chapter 7's demo: the tutorial's client code run against an Endpoint, and chapter 8's quick protocol check.
 
 The tutorial function is kept as it is written in the lesson (``ensemble_pipeline``, ``input_image``,
 ``output_label``); :func:`run_tutorial` runs it over HTTP or gRPC and times each call. Deliberate
@@ -7,46 +7,29 @@ mistakes (wrong tensor name, data type, shape) can be switched on to show Triton
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-from triton_kitchen.server import Endpoint
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.samples import LABELS_FILE, SAMPLE_PHOTOS, image_tensor, imagenet_labels, sample_jpeg  # noqa: F401
 
-SAMPLE_PHOTOS = ("chelsea", "coffee", "astronaut", "rocket", "camera", "stereo_motorcycle")
+# Streaming moved to triton_kitchen.protocols.streaming; these old names are imported from there on first
+# use, so chapter 7's page does not load the protocol clients it never calls.
+_STREAMING_NAMES = ("STREAM_MODEL", "StreamRun", "stream_grpc", "stream_sse")
 
 
-@lru_cache(maxsize=len(SAMPLE_PHOTOS))
-def sample_jpeg(name: str, quality: int = 90) -> bytes:
-    """One of scikit-image's offline sample photos, as JPEG bytes."""
-    from PIL import Image
-    from skimage import data
+def __getattr__(name: str):
+    if name in _STREAMING_NAMES:
+        from triton_kitchen.protocols import streaming
 
-    if name not in SAMPLE_PHOTOS:
-        raise ValueError(f"unknown sample photo {name!r}; expected one of {SAMPLE_PHOTOS}")
-    array = getattr(data, name)()
-    if name == "stereo_motorcycle":
-        array = array[0]
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(array)).convert("RGB").save(buf, "JPEG", quality=quality)
-    return buf.getvalue()
+        return getattr(streaming, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- the tutorial's client ---------------------------------------------------------------------
 MISTAKES = ("none", "tensor_name", "dtype", "shape", "dead_server")
-LABELS_FILE = Path(__file__).resolve().parent.parent / "model_repository" / "classifier" / "labels.txt"
-
-
-@lru_cache(maxsize=1)
-def imagenet_labels() -> tuple[str, ...]:
-    try:
-        return tuple(LABELS_FILE.read_text(encoding="utf-8").splitlines())
-    except OSError:
-        return ()
 
 
 def tutorial_infer(
@@ -97,9 +80,7 @@ def demo_input(image: bytes | None, seed: int = 0) -> np.ndarray:
     """A photo preprocessed to FP32 [1, 3, 224, 224], or the tutorial's uniform noise when None."""
     if image is None:
         return np.random.default_rng(seed).random((1, 3, 224, 224), dtype=np.float32)
-    from triton_kitchen.imaging import preprocess_bytes
-
-    return preprocess_bytes(image)[None, ...].astype(np.float32)
+    return image_tensor(image)
 
 
 def run_tutorial(
@@ -152,109 +133,6 @@ def run_tutorial(
     return run
 
 
-# -- streaming --------------------------------------------------------------------------------
-STREAM_MODEL = "streamer"
-
-
-@dataclass
-class StreamRun:
-    """Tokens of one streamed answer, each with its arrival time after the request was sent."""
-
-    transport: str
-    tokens: list[str] = field(default_factory=list)
-    arrivals_ms: list[float] = field(default_factory=list)
-    total_ms: float = 0.0
-    error: str = ""
-
-    @property
-    def first_token_ms(self) -> float | None:
-        return self.arrivals_ms[0] if self.arrivals_ms else None
-
-
-def stream_grpc(endpoint: Endpoint, text: str, delay_ms: int = 60, timeout: float = 30.0) -> StreamRun:
-    """Stream the streamer's tokens over gRPC ``ModelStreamInfer`` (a decoupled model, many responses)."""
-    import queue
-
-    import tritonclient.grpc as grpcclient
-
-    run = StreamRun("grpc")
-    answers: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(endpoint.grpc_url)
-    text_in = grpcclient.InferInput("text", [1], "BYTES")
-    text_in.set_data_from_numpy(np.array([text.encode()], dtype=object))
-    delay_in = grpcclient.InferInput("delay_ms", [1], "INT32")
-    delay_in.set_data_from_numpy(np.array([delay_ms], dtype=np.int32))
-    t0 = time.perf_counter()
-    try:
-        client.start_stream(callback=lambda result, error: answers.put((time.perf_counter(), result, error)))
-        client.async_stream_infer(STREAM_MODEL, inputs=[text_in, delay_in], enable_empty_final_response=True)
-        deadline = t0 + timeout
-        while time.perf_counter() < deadline:
-            try:
-                when, result, error = answers.get(timeout=max(0.01, deadline - time.perf_counter()))
-            except queue.Empty:
-                run.error = f"no final response within {timeout:.0f} s"
-                break
-            if error is not None:
-                run.error = str(error)
-                break
-            response = result.get_response()
-            token = result.as_numpy("token")
-            if token is not None and token.size:
-                value = token.reshape(-1)[0]
-                run.tokens.append(value.decode() if isinstance(value, bytes) else str(value))
-                run.arrivals_ms.append((when - t0) * 1000)
-            if (
-                response.parameters.get("triton_final_response")
-                and response.parameters["triton_final_response"].bool_param
-            ):
-                break
-    finally:
-        try:
-            client.stop_stream()
-        finally:
-            client.close()
-    run.total_ms = (time.perf_counter() - t0) * 1000
-    return run
-
-
-def stream_sse(endpoint: Endpoint, text: str, delay_ms: int = 60, timeout: float = 30.0) -> StreamRun:
-    """Stream the same tokens over HTTP Server-Sent Events at ``/v2/models/streamer/generate_stream``."""
-    import json
-    import urllib.error
-    import urllib.request
-
-    run = StreamRun("sse")
-    body = json.dumps({"text": text, "delay_ms": delay_ms}).encode()
-    request = urllib.request.Request(
-        f"http://{endpoint.http_url}/v2/models/{STREAM_MODEL}/generate_stream",
-        data=body,
-        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
-        method="POST",
-    )
-    t0 = time.perf_counter()
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            for raw in resp:
-                line = raw.decode("utf-8", errors="replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                event = json.loads(line[5:].strip())
-                if "error" in event:
-                    run.error = str(event["error"])
-                    break
-                token = event.get("token")
-                if token is not None:
-                    run.tokens.append(token[0] if isinstance(token, list) else str(token))
-                    run.arrivals_ms.append((time.perf_counter() - t0) * 1000)
-    except urllib.error.HTTPError as exc:
-        run.error = exc.read().decode("utf-8", errors="replace") or str(exc)
-    except (OSError, ValueError) as exc:
-        run.error = str(exc)
-    run.total_ms = (time.perf_counter() - t0) * 1000
-    return run
-
-
 # -- a quick, bounded protocol check (chapter 8) ------------------------------------------------
 def quick_protocol_check(
     endpoint: Endpoint, image: bytes | None = None, requests: int = 20, budget_s: float = 6.0
@@ -262,36 +140,27 @@ def quick_protocol_check(
     """Sequential round trips of the tutorial request per protocol (HTTP-JSON, HTTP-binary, gRPC).
 
     Bounded by ``requests`` per protocol and ``budget_s`` overall; returns the measured ms per call.
-    One client, one request at a time: a first look, not the protocol lab's benchmark.
+    One client, one request at a time: a first look, not the protocol lab's benchmark. Each call is
+    encoded anew and timed whole (encode, send, decode), as a client's ``infer()`` would pay it.
     """
-    import tritonclient.grpc as grpcclient
-    import tritonclient.http as httpclient
+    from triton_kitchen.protocols.call import PROTOCOLS, Caller
 
-    array = demo_input(image)
-    times: dict[str, list[float]] = {"http-json": [], "http-binary": [], "grpc": []}
-    http = httpclient.InferenceServerClient(endpoint.http_url)
-    grpc = grpcclient.InferenceServerClient(endpoint.grpc_url)
+    arrays = {"input_image": demo_input(image)}
+    callers = {
+        p: Caller(endpoint, p, "ensemble_pipeline", arrays, output_names=["output_label"], reuse_request=False)
+        for p in PROTOCOLS
+    }
+    times: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
     deadline = time.perf_counter() + budget_s
     try:
         for _ in range(requests):
-            for kind in times:
+            for protocol, caller in callers.items():
                 if time.perf_counter() > deadline:
                     return times
-                if kind == "grpc":
-                    client, lib, binary = grpc, grpcclient, None
-                else:
-                    client, lib, binary = http, httpclient, kind == "http-binary"
-                inp = lib.InferInput("input_image", list(array.shape), "FP32")
-                if binary is None:
-                    inp.set_data_from_numpy(array)
-                    out = lib.InferRequestedOutput("output_label")
-                else:
-                    inp.set_data_from_numpy(array, binary_data=binary)
-                    out = lib.InferRequestedOutput("output_label", binary_data=binary)
                 t0 = time.perf_counter()
-                client.infer("ensemble_pipeline", inputs=[inp], outputs=[out])
-                times[kind].append((time.perf_counter() - t0) * 1000)
+                caller.call()
+                times[protocol].append((time.perf_counter() - t0) * 1000)
     finally:
-        http.close()
-        grpc.close()
+        for caller in callers.values():
+            caller.close()
     return times

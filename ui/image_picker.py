@@ -6,17 +6,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.classify import Classification
-from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
 from triton_kitchen.imaging import MAX_BYTES
+from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
 from ui.state import protocol_label, t
 
 SOURCES = ("sample", "upload", "camera")
 UPLOAD_TYPES = ["jpg", "jpeg", "png", "gif", "bmp", "tif", "tiff", "webp", "ppm"]
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _sample(name: str) -> bytes:
-    return sample_jpeg(name)
 
 
 def pick_image(key: str) -> bytes | None:
@@ -37,7 +32,7 @@ def pick_image(key: str) -> bytes | None:
         choice = st.selectbox(t("image.sample"), options=list(labels), key=f"{key}_sample",
                               placeholder=t("widget.choose"))
         name = labels.get(choice, SAMPLE_PHOTOS[0])
-        data = _sample(name)
+        data = sample_jpeg(name)  # cached for the whole process
     elif source == "upload":
         upload = st.file_uploader(t("image.upload"), type=UPLOAD_TYPES, key=f"{key}_upload")
         if upload is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import requests_view as rv
-from triton_kitchen.demo import stream_grpc
+from triton_kitchen.protocols.streaming import stream_grpc
 from ui import state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
@@ -73,7 +73,7 @@ def streaming() -> None:
     if run and run.tokens:
         token_arrivals([run], show_tokens=True)
         st.caption(
-            t("ch5.stream_caption", n=len(run.tokens), first=run.first_token_ms or 0, total=run.total_ms)
+            t("ch5.stream_caption", n=len(run.tokens), first=run.ttft_ms or 0, total=run.total_ms)
         )
 
 

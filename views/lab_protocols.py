@@ -12,11 +12,13 @@ import streamlit as st
 from triton_kitchen import bench, protocols
 from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import state, tables
+from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.state import protocol_label, protocol_labeller, t
 
 COLORS = {"http-json": "#d62728", "http-binary": "#1f77b4", "grpc": "#2ca02c",
           "grpc-stream": "#2ca02c", "http-sse": "#ff7f0e"}
+WIRE_CALLS = 3  # calls per protocol in the load tab's separate byte-counting pass
 KIND_TO_ERROR = {"timeout": "timeout", "connection": "server_unreachable", "server": "server_error"}
 
 st.title(t("lab_protocols.title"))
@@ -133,18 +135,39 @@ def _progress_bar(protocol: str):
     return update
 
 
-def _bench_table(results: list[bench.BenchResult]) -> None:
-    """The measured numbers with translated headers; every column (bytes too) is in the downloads."""
-    tables.show([{
-        t("lab_protocols.col_protocol"): protocol_label(r.protocol),
-        t("lab_protocols.col_concurrency"): r.concurrency,
-        t("lab_protocols.col_requests"): r.requests,
-        t("lab_protocols.col_errors"): r.errors,
-        t("lab_protocols.col_rps"): r.throughput_rps,
-        t("lab_protocols.col_p50"): r.latency_ms["p50"],
-        t("lab_protocols.col_p99"): r.latency_ms["p99"],
-    } for r in results])
+def _bench_table(results: list[bench.BenchResult], wire: dict[str, tuple[float, float]] | None = None) -> None:
+    """The measured numbers with translated headers; every column (bytes too) is in the downloads.
+    ``wire``: protocol -> (sent, received) bytes per call, counted in a separate pass (the load tab)."""
+    rows = []
+    for r in results:
+        row = {
+            t("lab_protocols.col_protocol"): protocol_label(r.protocol),
+            t("lab_protocols.col_concurrency"): r.concurrency,
+            t("lab_protocols.col_requests"): r.requests,
+            t("lab_protocols.col_errors"): r.errors,
+            t("lab_protocols.col_rps"): r.throughput_rps,
+            t("lab_protocols.col_p50"): r.latency_ms["p50"],
+            t("lab_protocols.col_p99"): r.latency_ms["p99"],
+        }
+        if wire is not None:
+            counted = wire.get(r.protocol)
+            row[t("lab_protocols.col_wire_per_call")] = round(sum(counted)) if counted else None
+        rows.append(row)
+    tables.show(rows)
     st.caption(t("lab_protocols.table_note"))
+
+
+def _count_wire(arrays: dict, protocols_run: list[str]) -> dict[str, tuple[float, float]]:
+    """Wire bytes per call, counted after the timed runs in a short pass through the byte-counting proxy,
+    so the proxy's extra hops and threads are never in the timed path (review §2.7)."""
+    counted = {}
+    for p in protocols_run:
+        try:
+            m = protocols.measure_protocol(ep, p, model, arrays, calls=WIRE_CALLS, compression=compression)
+        except protocols.ProtocolError:
+            continue  # the timed run already reported what went wrong
+        counted[p] = (m.wire_sent_per_call, m.wire_received_per_call)
+    return counted
 
 
 # -- bounded load --------------------------------------------------------------------------------------
@@ -161,6 +184,7 @@ with tab_load:
     st.button(t("lab_protocols.stop"), key="proto_load_stop")  # any click reruns the page: the run stops
     if go_load:
         results = []
+        wire: dict[str, tuple[float, float]] = {}
         stop = threading.Event()
         watch = state.server_watch(stop)  # a dead server ends the run at once
 
@@ -172,15 +196,19 @@ with tab_load:
                 bar = _progress_bar(p)
                 r = bench.run_bench(ep, model, p, conc, float(dur), max_requests=int(cap), inputs=arrays,
                                     output_names=[o.name for o in info.outputs], compression=compression,
-                                    stop=stop, progress=lambda pr, bar=bar: (watch(), bar(pr)))
+                                    count_wire=False, stop=stop, progress=lambda pr, bar=bar: (watch(), bar(pr)))
                 results.append(r)
+            if not stop.is_set():
+                wire.update(_count_wire(arrays, [r.protocol for r in results]))
         try:
             state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
         except protocols.ProtocolError as exc:
             _error(exc)
         state.say_if_stopped_by_death()
         st.session_state["proto_load"] = results
+        st.session_state["proto_load_wire"] = wire
     results = st.session_state.get("proto_load") or []
+    load_wire = st.session_state.get("proto_load_wire") or {}
     if results:
         for r in results:
             for msg in r.error_messages:
@@ -191,8 +219,13 @@ with tab_load:
                                  boxpoints=False))
         fig.update_layout(height=340, yaxis_title=t("lab_protocols.latency_ms"), margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", key="proto_load_box")
-        _bench_table(results)
+        _bench_table(results, load_wire)
+        st.caption(t("lab_protocols.wire_pass_note", calls=WIRE_CALLS))
         rows = [r.to_row() for r in results]
+        for row in rows:
+            sent, received = load_wire.get(row["protocol"], (None, None))
+            row.update(wire_bytes_sent_per_call=sent, wire_bytes_received_per_call=received,
+                       wire_counted=f"separate pass, {WIRE_CALLS} calls" if sent is not None else "")
         st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
         _download(rows, "protocols_load")
 
@@ -285,22 +318,14 @@ with tab_stream:
             st.session_state["proto_stream"] = protocols.compare_streaming(ep, text, delay)
     runs = st.session_state.get("proto_stream") or []
     if runs:
-        fig = go.Figure()
         cols = st.columns(len(runs))
         for col, run in zip(cols, runs, strict=True):
             if run.error:
                 state.show_error("server_error", run.error)
             d = run.to_dict()
-            arrivals = [run.ttft_ms or 0.0]
-            for gap in run.inter_token_ms:
-                arrivals.append(arrivals[-1] + gap)
-            fig.add_trace(go.Scatter(x=arrivals if run.tokens else [], y=list(range(1, len(run.tokens) + 1)),
-                                     mode="lines+markers", line_shape="hv", name=t(f"lab_protocols.{run.protocol}"),
-                                     line=dict(color=COLORS[run.protocol])))
             col.metric(t(f"lab_protocols.{run.protocol}"), t("lab_protocols.ttft", ms=d["ttft_ms"] or 0),
                        t("lab_protocols.itl", ms=d["inter_token_ms_mean"] or 0, n=d["tokens"]), delta_color="off",
                        delta_arrow="off")
-        fig.update_layout(height=300, xaxis_title=t("lab_protocols.arrival_ms"), yaxis_title=t("lab_protocols.token_n"),
-                          margin=dict(l=10, r=10, t=10, b=10))
-        st.plotly_chart(fig, width="stretch", key="proto_stream_fig")
+        token_arrivals(runs, names=[t(f"lab_protocols.{run.protocol}") for run in runs], height=300,
+                       colors=[COLORS[run.protocol] for run in runs], key="proto_stream_fig")
         st.caption(t("lab_protocols.stream_caption"))

@@ -1,37 +1,29 @@
 """Three ways to call a Triton model, measured: HTTP with JSON tensors, HTTP with the binary tensor
-extension (tritonclient's default), and gRPC.
+extension (tritonclient's default), and gRPC; and two ways to stream.
 
-What this module measures, and how:
+- :mod:`.call`: one call (:class:`Caller`). **Payload bytes** are the request and response bodies exactly
+  as encoded: HTTP bodies come from tritonclient's own encoder and are sent with ``http.client``, gRPC
+  payloads are the serialized ``ModelInferRequest`` / ``ModelInferResponse`` protobufs.
+- :mod:`.wire`: **wire bytes**, everything that crosses the TCP socket, counted by :class:`CountingProxy`
+  (HTTP headers, chunking, HTTP/2 frames, gRPC length prefixes, HPACK, SETTINGS / WINDOW_UPDATE / PING);
+  :func:`compare_protocols` sends one input three ways and checks the outputs agree.
+- :mod:`.metadata`: inputs for any model synthesized from its metadata (:func:`synthesize_inputs`), so
+  protocols can be compared on models this repository does not know.
+- :mod:`.streaming`: the decoupled ``streamer`` over gRPC ``ModelStreamInfer`` and over HTTP Server-Sent
+  Events: each token's arrival, time to first token, inter-token gaps.
 
-- **payload bytes**: the request and response bodies exactly as encoded. HTTP bodies come from
-  tritonclient's own encoder (``generate_request_body``) and are sent with the standard library's
-  ``http.client`` (thread-safe, no gevent), so the bytes sent are the bytes counted; gRPC payloads
-  are the serialized ``ModelInferRequest`` / ``ModelInferResponse`` protobufs.
-- **wire bytes**: everything that crosses the TCP socket, counted by :class:`CountingProxy`, a
-  loopback proxy between the client and the server: HTTP headers, chunking, HTTP/2 frames, gRPC
-  length prefixes, HPACK headers, SETTINGS / WINDOW_UPDATE / PING frames.
-- **same input, same result**: :func:`compare_protocols` sends one input three ways and checks the
-  outputs agree.
-- **streaming**: time to first token and inter-token gaps of the decoupled ``streamer`` over gRPC
-  ``ModelStreamInfer`` and over HTTP Server-Sent Events (``generate_stream``).
-
-Inputs for any model are synthesized from its metadata (:func:`synthesize_inputs`), so protocols can
-be compared on models this repository does not know.
+Every name stays importable from ``triton_kitchen.protocols``.
 """
 
-# the package is split by job; every name (the _private ones too) stays importable from here
-from triton_kitchen.protocols.call import (  # noqa: F401
+from triton_kitchen import kserve
+from triton_kitchen.endpoint import split_host_port as _host_port  # noqa: F401 - old name, batching.py uses it
+from triton_kitchen.protocols.call import (
     COMPRESSIONS,
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
     Caller,
     CallResult,
     ProtocolError,
-    _grpc_kind,
-    _host_port,
-    _json_outputs,
-    _not_utf8,
-    _triton_dtype,
     call_once,
     check_protocol,
     serialized_bytes_tensor,
@@ -39,17 +31,18 @@ from triton_kitchen.protocols.call import (  # noqa: F401
 from triton_kitchen.protocols.metadata import (
     ModelInfo,
     TensorInfo,
-    _http_get_json,  # noqa: F401
-    image_tensor,
     model_info,
+    protocol_error,
     sample_inputs,
-    sample_jpeg,
     synthesize_inputs,
 )
 from triton_kitchen.protocols.streaming import (
+    DEFAULT_DELAY_MS,
     STREAM_MODEL,
+    StreamRun,
     StreamTiming,
     compare_streaming,
+    sse_events,
     stream_grpc,
     stream_sse,
 )
@@ -57,13 +50,22 @@ from triton_kitchen.protocols.wire import (
     Comparison,
     CountingProxy,
     ProtocolMeasurement,
-    _as_bytes,  # noqa: F401
     compare_protocols,
     json_inflation,
     measure_protocol,
     outputs_agree,
     tensor_vs_jpeg,
 )
+from triton_kitchen.samples import image_tensor, sample_jpeg
+
+
+def _http_get_json(http_url: str, path: str, timeout: float) -> dict:
+    """The old private helper, kept for batching.py until it calls :mod:`triton_kitchen.kserve` itself."""
+    try:
+        return kserve.get_json(http_url, path, timeout)
+    except kserve.KServeError as exc:
+        raise protocol_error(exc) from exc
+
 
 __all__ = [
     "COMPRESSIONS",
@@ -71,12 +73,14 @@ __all__ = [
     "Caller",
     "Comparison",
     "CountingProxy",
+    "DEFAULT_DELAY_MS",
     "DEFAULT_TIMEOUT_S",
     "ModelInfo",
     "PROTOCOLS",
     "ProtocolError",
     "ProtocolMeasurement",
     "STREAM_MODEL",
+    "StreamRun",
     "StreamTiming",
     "TensorInfo",
     "call_once",
@@ -88,9 +92,11 @@ __all__ = [
     "measure_protocol",
     "model_info",
     "outputs_agree",
+    "protocol_error",
     "sample_inputs",
     "sample_jpeg",
     "serialized_bytes_tensor",
+    "sse_events",
     "stream_grpc",
     "stream_sse",
     "synthesize_inputs",

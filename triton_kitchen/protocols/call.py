@@ -2,6 +2,12 @@
 
 :class:`Caller` encodes with tritonclient's own encoders and sends with ``http.client`` (thread-safe, no
 gevent) or a gRPC stub, so the bytes it counts are the bytes sent.
+
+Private tritonclient APIs, and why: the public ``InferenceServerClient.infer`` builds the request anew on
+every call and hides the protobufs. The gRPC path calls ``_utils._get_inference_request`` (the request
+``infer`` would send, built once and sent again, as perf_analyzer does) and the stub's ``ModelInfer``
+(the response protobuf, whose size we report). ``requirements.txt`` pins tritonclient, so these names
+cannot move under us; ``tests/test_protocols.py`` checks the three protocols give the same result.
 """
 
 from __future__ import annotations
@@ -20,33 +26,31 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import _utils as grpc_utils
 from tritonclient.utils import InferenceServerException, serialize_byte_tensor
 
-from triton_kitchen.server import Endpoint, host_port
+from triton_kitchen.endpoint import Endpoint, split_host_port
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.tensors import array_wire_name
 
 PROTOCOLS = ("http-json", "http-binary", "grpc")
 COMPRESSIONS = (None, "gzip")
 DEFAULT_TIMEOUT_S = 10.0
 
 
-class ProtocolError(RuntimeError):
-    """A call failed: the server refused it, it timed out, or the connection broke."""
+class ProtocolError(KitchenError):
+    """A call failed: the server refused it, it timed out, or the connection broke.
+
+    ``kind`` (also the ``code``): ``timeout``, ``connection``, ``server`` or ``error``."""
+
+    default_code = "error"
 
     def __init__(self, message: str, kind: str = "error") -> None:
-        super().__init__(message)
-        self.kind = kind  # "timeout", "connection", "server", "encoding"
+        super().__init__(kind, message)
+        self.kind = kind
 
 
 def check_protocol(protocol: str) -> str:
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
     return protocol
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    url = host_port(url)
-    host, _, port = url.rpartition(":")
-    if not host:
-        raise ValueError(f"address {url!r} needs host:port")
-    return host.strip("[]"), int(port)
 
 
 # -- one call -------------------------------------------------------------------------------------------
@@ -126,7 +130,7 @@ class Caller:
         binary = self.protocol == "http-binary"
         inputs = []
         for name, array in self.arrays.items():
-            t = httpclient.InferInput(name, list(array.shape), _triton_dtype(array))
+            t = httpclient.InferInput(name, list(array.shape), array_wire_name(array))
             t.set_data_from_numpy(array, binary_data=binary or name in self.binary_inputs)
             inputs.append(t)
         outputs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in self.output_names or []] or None
@@ -146,7 +150,7 @@ class Caller:
         if self._http_request is None or not self.reuse_request:
             self._http_request = self.encode_http()
         body, headers = self._http_request
-        host, port = _host_port(self.address)
+        host, port = split_host_port(self.address)
         t0 = time.perf_counter()
         try:
             if self._conn is None:
@@ -180,7 +184,7 @@ class Caller:
     def grpc_request(self) -> tuple[list, list | None]:
         inputs = []
         for name, array in self.arrays.items():
-            t = grpcclient.InferInput(name, list(array.shape), _triton_dtype(array))
+            t = grpcclient.InferInput(name, list(array.shape), array_wire_name(array))
             t.set_data_from_numpy(array)
             inputs.append(t)
         outputs = [grpcclient.InferRequestedOutput(n) for n in self.output_names or []] or None
@@ -207,7 +211,7 @@ class Caller:
         request = self._grpc_request
         t0 = time.perf_counter()
         try:
-            # what InferenceServerClient.infer does after building the request
+            # what InferenceServerClient.infer does after building the request (see the module docstring)
             response = self._grpc._client_stub.ModelInfer(
                 request=request, metadata=self._grpc._get_metadata(None), timeout=timeout,
                 compression=grpc_utils._grpc_compression_type(self.compression),
@@ -250,12 +254,6 @@ def _json_outputs(body: bytes, json_size: int | None) -> tuple[bytes, int | None
         request.pop("parameters", None)
     head = json.dumps(request, separators=(",", ":")).encode()
     return head + rest, (len(head) if json_size is not None else None)
-
-
-def _triton_dtype(array: np.ndarray) -> str:
-    from tritonclient.utils import np_to_triton_dtype
-
-    return np_to_triton_dtype(array.dtype)
 
 
 def call_once(endpoint: Endpoint, protocol: str, model: str, arrays: dict[str, np.ndarray], **kwargs) -> CallResult:

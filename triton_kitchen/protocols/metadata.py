@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import http.client
-import io
-import json
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException, triton_to_np_dtype
 
-from triton_kitchen.protocols.call import (
-    DEFAULT_TIMEOUT_S,
-    ProtocolError,
-    _grpc_kind,
-    _host_port,
-    check_protocol,
-)
-from triton_kitchen.server import Endpoint
+from triton_kitchen import kserve
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, ProtocolError, _grpc_kind, check_protocol
+from triton_kitchen.samples import image_tensor, sample_jpeg
+
+# KServeError codes -> ProtocolError kinds (Triton answered with an error, or not JSON: "server")
+_KSERVE_KINDS = {"connection": "connection", "timeout": "timeout"}
 
 
-# -- model metadata ---------------------------------------------------------------------------------
 @dataclass
 class TensorInfo:
     name: str
@@ -40,24 +34,9 @@ class ModelInfo:
     decoupled: bool = False
 
 
-def _http_get_json(http_url: str, path: str, timeout: float) -> dict:
-    host, port = _host_port(http_url)
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        body = resp.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise ProtocolError(f"GET {path}: {exc}", "timeout" if isinstance(exc, TimeoutError) else "connection") from exc
-    finally:
-        conn.close()
-    try:
-        data = json.loads(body or b"{}")
-    except ValueError as exc:
-        raise ProtocolError(f"GET {path}: not JSON ({body[:80]!r})", "server") from exc
-    if resp.status != 200:
-        raise ProtocolError(f"GET {path}: {data.get('error', resp.status)}", "server")
-    return data
+def protocol_error(exc: kserve.KServeError) -> ProtocolError:
+    """A REST failure as the ProtocolError the protocol lab and the load engine expect."""
+    return ProtocolError(exc.detail or str(exc), _KSERVE_KINDS.get(exc.code, "server"))
 
 
 def model_info(endpoint: Endpoint, model: str, protocol: str = "http-binary", timeout: float = DEFAULT_TIMEOUT_S) -> ModelInfo:
@@ -72,8 +51,11 @@ def model_info(endpoint: Endpoint, model: str, protocol: str = "http-binary", ti
         finally:
             client.close()
     else:
-        meta = _http_get_json(endpoint.http_url, f"/v2/models/{model}", timeout)
-        config = _http_get_json(endpoint.http_url, f"/v2/models/{model}/config", timeout)
+        try:
+            meta = kserve.model_metadata(endpoint, model, timeout)
+            config = kserve.model_config(endpoint, model, timeout)
+        except kserve.KServeError as exc:
+            raise protocol_error(exc) from exc
     optional = {i["name"] for i in config.get("input", []) if i.get("optional")}
 
     def tensors(items):
@@ -89,25 +71,6 @@ def model_info(endpoint: Endpoint, model: str, protocol: str = "http-binary", ti
         max_batch_size=int(config.get("max_batch_size", 0) or 0),
         decoupled=bool(config.get("model_transaction_policy", {}).get("decoupled", False)),
     )
-
-
-# -- inputs -------------------------------------------------------------------------------------------
-@lru_cache(maxsize=1)
-def sample_jpeg() -> bytes:
-    """scikit-image's cat photo (``chelsea``), JPEG-encoded: the sample input for image models."""
-    from PIL import Image
-    from skimage import data
-
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(data.chelsea())).convert("RGB").save(buf, "JPEG", quality=92)
-    return buf.getvalue()
-
-
-def image_tensor(jpeg: bytes) -> np.ndarray:
-    """The classifier's FP32 [1, 3, 224, 224] input for an encoded image (client-side preprocessing)."""
-    from triton_kitchen.imaging import preprocess_bytes
-
-    return preprocess_bytes(jpeg)[None]
 
 
 def synthesize_inputs(

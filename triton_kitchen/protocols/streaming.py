@@ -1,4 +1,5 @@
-"""Streaming: the decoupled ``streamer`` over gRPC ``ModelStreamInfer`` and over HTTP Server-Sent Events."""
+"""Streaming: the decoupled ``streamer`` model over gRPC ``ModelStreamInfer`` and over HTTP Server-Sent Events
+(``generate_stream``), each token stamped with its arrival time after the request was sent."""
 
 from __future__ import annotations
 
@@ -6,28 +7,47 @@ import http.client
 import json
 import queue
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen.protocols.call import _host_port
-from triton_kitchen.protocols.wire import _as_bytes
-from triton_kitchen.server import Endpoint
+from triton_kitchen.endpoint import Endpoint, split_host_port
 
 STREAM_MODEL = "streamer"
+DEFAULT_DELAY_MS = 30  # the streamer's pause between tokens
+DEFAULT_STREAM_TIMEOUT_S = 30.0
+GRPC_STREAM, HTTP_SSE = "grpc-stream", "http-sse"
 
 
-# -- streaming -------------------------------------------------------------------------------------------
 @dataclass
-class StreamTiming:
-    protocol: str  # "grpc-stream" or "http-sse"
-    tokens: list[str]
-    ttft_ms: float | None  # request sent -> first token received
-    inter_token_ms: list[float]  # gaps between consecutive tokens
-    total_ms: float
+class StreamRun:
+    """Tokens of one streamed answer, each with its arrival time (ms after the request was sent)."""
+
+    protocol: str  # GRPC_STREAM or HTTP_SSE
+    tokens: list[str] = field(default_factory=list)
+    arrivals_ms: list[float] = field(default_factory=list)
+    total_ms: float = 0.0  # request sent -> stream closed
     error: str | None = None
+
+    @property
+    def ttft_ms(self) -> float | None:
+        """Time to first token."""
+        return self.arrivals_ms[0] if self.arrivals_ms else None
+
+    @property
+    def inter_token_ms(self) -> list[float]:
+        """Gaps between consecutive tokens."""
+        return [b - a for a, b in zip(self.arrivals_ms, self.arrivals_ms[1:], strict=False)]
+
+    # the names chapter 6's page reads (it labels runs "grpc" / "sse")
+    first_token_ms = ttft_ms
+
+    @property
+    def transport(self) -> str:
+        return "grpc" if self.protocol == GRPC_STREAM else "sse"
 
     def to_dict(self) -> dict:
         gaps = self.inter_token_ms
@@ -42,109 +62,111 @@ class StreamTiming:
         }
 
 
-def _stream_inputs(lib, text: str, delay_ms: int) -> list:
-    t = lib.InferInput("text", [1], "BYTES")
-    t.set_data_from_numpy(np.array([text.encode()], dtype=object))
-    d = lib.InferInput("delay_ms", [1], "INT32")
-    d.set_data_from_numpy(np.array([delay_ms], dtype=np.int32))
-    return [t, d]
+StreamTiming = StreamRun  # the protocol lab's old name
 
 
-def _timing(protocol: str, t0: float, stamps: list[float], tokens: list[str], error: str | None) -> StreamTiming:
-    ttft = (stamps[0] - t0) * 1000 if stamps else None
-    gaps = [(b - a) * 1000 for a, b in zip(stamps, stamps[1:], strict=False)]
-    return StreamTiming(protocol, tokens, ttft, gaps, (time.perf_counter() - t0) * 1000, error)
+def _token_text(value) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def stream_grpc(endpoint: Endpoint, text: str, delay_ms: int = 30, timeout_s: float = 15.0,
-                model: str = STREAM_MODEL) -> StreamTiming:
-    """Stream ``text`` through the decoupled model over gRPC ``ModelStreamInfer``."""
+def stream_grpc(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
+                timeout_s: float = DEFAULT_STREAM_TIMEOUT_S, model: str = STREAM_MODEL) -> StreamRun:
+    """Stream ``text`` through the decoupled model over gRPC ``ModelStreamInfer`` (one request, many responses)."""
+    run = StreamRun(GRPC_STREAM)
     events: queue.Queue = queue.Queue()
     client = grpcclient.InferenceServerClient(endpoint.grpc_url)
-    stamps: list[float] = []
-    tokens: list[str] = []
-    error = None
+    text_in = grpcclient.InferInput("text", [1], "BYTES")
+    text_in.set_data_from_numpy(np.array([text.encode()], dtype=object))
+    delay_in = grpcclient.InferInput("delay_ms", [1], "INT32")
+    delay_in.set_data_from_numpy(np.array([delay_ms], dtype=np.int32))
     t0 = time.perf_counter()
     try:
         client.start_stream(callback=lambda result, error: events.put((time.perf_counter(), result, error)),
                             stream_timeout=timeout_s)
-        t0 = time.perf_counter()
-        client.async_stream_infer(model, _stream_inputs(grpcclient, text, delay_ms), enable_empty_final_response=True)
+        t0 = time.perf_counter()  # arrivals count from the request, not from opening the stream
+        client.async_stream_infer(model, [text_in, delay_in], enable_empty_final_response=True)
         deadline = t0 + timeout_s
         while True:
             try:
                 stamp, result, err = events.get(timeout=max(0.01, deadline - time.perf_counter()))
             except queue.Empty:
-                error = f"timed out after {timeout_s:g} s"
+                run.error = f"timed out after {timeout_s:g} s"
                 break
             if err is not None:
-                error = err.message() if hasattr(err, "message") else str(err)
+                run.error = err.message() if hasattr(err, "message") else str(err)
                 break
-            response = result.get_response()
             token = result.as_numpy("token")
-            if token is not None:
-                stamps.append(stamp)
-                tokens.append(_as_bytes(token.reshape(-1)[0]).decode(errors="replace"))
-            final = response.parameters.get("triton_final_response")
+            if token is not None and token.size:
+                run.tokens.append(_token_text(token.reshape(-1)[0]))
+                run.arrivals_ms.append((stamp - t0) * 1000)
+            final = result.get_response().parameters.get("triton_final_response")
             if final is not None and final.bool_param:
                 break
     except InferenceServerException as exc:
-        error = exc.message() or str(exc)
+        run.error = exc.message() or str(exc)
     finally:
         try:
-            client.stop_stream(cancel_requests=error is not None)
-        except Exception:  # the stream may already be broken
+            client.stop_stream(cancel_requests=run.error is not None)
+        except Exception:  # noqa: BLE001 - the stream may already be broken; nothing to keep
             pass
         client.close()
-    return _timing("grpc-stream", t0, stamps, tokens, error)
+    run.total_ms = (time.perf_counter() - t0) * 1000
+    return run
 
 
-def stream_sse(endpoint: Endpoint, text: str, delay_ms: int = 30, timeout_s: float = 15.0,
-               model: str = STREAM_MODEL) -> StreamTiming:
+def sse_events(lines: Iterable[bytes]) -> Iterator[dict]:
+    """The JSON ``data:`` events of a Server-Sent Events stream, one per ``data:`` line (Triton's
+    ``generate_stream`` puts each event on one line); comments, ids and blank lines are skipped."""
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith(b"data:"):
+            yield json.loads(line[5:])
+
+
+def stream_sse(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
+               timeout_s: float = DEFAULT_STREAM_TIMEOUT_S, model: str = STREAM_MODEL) -> StreamRun:
     """Stream ``text`` through the decoupled model over HTTP Server-Sent Events (``generate_stream``)."""
-    host, port = _host_port(endpoint.http_url)
+    run = StreamRun(HTTP_SSE)
+    host, port = split_host_port(endpoint.http_url)
     conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
     body = json.dumps({"text": text, "delay_ms": delay_ms}).encode()
-    stamps: list[float] = []
-    tokens: list[str] = []
-    error = None
     t0 = time.perf_counter()
     deadline = t0 + timeout_s
+
+    def lines(resp: http.client.HTTPResponse) -> Iterator[bytes]:
+        while (left := deadline - time.perf_counter()) > 0:
+            if conn.sock is not None:  # None once the response owns the socket
+                conn.sock.settimeout(max(0.01, left))
+            line = resp.readline()
+            if not line:
+                return
+            yield line
+        run.error = f"timed out after {timeout_s:g} s"
+
     try:
         conn.request("POST", f"/v2/models/{model}/generate_stream", body=body,
                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
         resp = conn.getresponse()
         if resp.status != 200:
-            error = f"HTTP {resp.status}: {resp.read()[:300].decode(errors='replace')}"
-        while error is None:
-            if time.perf_counter() > deadline:
-                error = f"timed out after {timeout_s:g} s"
-                break
-            conn.sock.settimeout(max(0.01, deadline - time.perf_counter()))
-            line = resp.readline()
-            if not line:
-                break
-            stamp = time.perf_counter()
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue
-            event = json.loads(line[5:])
-            if "error" in event:
-                error = str(event["error"])
-                break
-            if "token" in event:
-                tok = event["token"]
-                tok = tok[0] if isinstance(tok, list) else tok
-                stamps.append(stamp)
-                tokens.append(str(tok))
+            run.error = f"HTTP {resp.status}: {resp.read()[:300].decode(errors='replace')}"
+        else:
+            for event in sse_events(lines(resp)):
+                if "error" in event:
+                    run.error = str(event["error"])
+                    break
+                if "token" in event:
+                    token = event["token"]
+                    run.tokens.append(_token_text(token[0] if isinstance(token, list) else token))
+                    run.arrivals_ms.append((time.perf_counter() - t0) * 1000)
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        run.error = f"{type(exc).__name__}: {exc}"
     finally:
         conn.close()
-    return _timing("http-sse", t0, stamps, tokens, error)
+    run.total_ms = (time.perf_counter() - t0) * 1000
+    return run
 
 
-def compare_streaming(endpoint: Endpoint, text: str, delay_ms: int = 30, timeout_s: float = 15.0) -> list[StreamTiming]:
+def compare_streaming(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
+                      timeout_s: float = DEFAULT_STREAM_TIMEOUT_S) -> list[StreamRun]:
     """The same text streamed over gRPC and over SSE; the tokens should be the same."""
     return [stream_grpc(endpoint, text, delay_ms, timeout_s), stream_sse(endpoint, text, delay_ms, timeout_s)]
-

@@ -9,12 +9,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, PROTOCOLS, Caller, _host_port
-from triton_kitchen.protocols.metadata import image_tensor
-from triton_kitchen.server import Endpoint
+from triton_kitchen.endpoint import Endpoint, split_host_port
+from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, PROTOCOLS, Caller
+from triton_kitchen.samples import image_tensor
+from triton_kitchen.tensors import array_bytes
 
 
-# -- wire bytes ------------------------------------------------------------------------------------------
 class CountingProxy:
     """A loopback TCP proxy that counts the bytes crossing it in each direction.
 
@@ -23,7 +23,7 @@ class CountingProxy:
     Threads are daemons; :meth:`stop` closes every connection."""
 
     def __init__(self, target: str, listen_host: str = "127.0.0.1", connect_timeout: float = 5.0) -> None:
-        self.target = _host_port(target)
+        self.target = split_host_port(target)
         self.listen_host = listen_host
         self.connect_timeout = connect_timeout
         self.sent = 0
@@ -243,8 +243,8 @@ def compare_protocols(
 
 def tensor_vs_jpeg(jpeg: bytes) -> dict:
     """Computed sizes: the encoded photo vs the FP32 [1, 3, 224, 224] tensor made from it."""
-    tensor = image_tensor(jpeg)
-    return {"jpeg_bytes": len(jpeg), "tensor_bytes": int(tensor.nbytes), "ratio": tensor.nbytes / len(jpeg)}
+    tensor = array_bytes(image_tensor(jpeg))
+    return {"jpeg_bytes": len(jpeg), "tensor_bytes": tensor, "ratio": tensor / len(jpeg)}
 
 
 def json_inflation(arrays: dict[str, np.ndarray]) -> float:
