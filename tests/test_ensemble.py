@@ -1,7 +1,8 @@
-"""ensemble.py: Triton's rules, the DAG, stages and memory (no server needed)."""
+"""The ensemble package: Triton's rules, the DAG, stages and memory (no server needed)."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -300,6 +301,26 @@ def test_inflight_memory(tmp_path):
     assert est.total == 64 * 4_816_896 and format_bytes(est.total) == "308 MB"
     with_io = inflight_memory(dag, batch_size=1, n_in_flight=1, include_io=True)
     assert with_io.per_request == 224 * 224 * 3 + 3 * 224 * 224 * 4 + 4000
+
+
+# -- the package ------------------------------------------------------------------------------
+
+# each part imports only parts above it (the review's acyclic split)
+LAYERS = ["problems", "data_flow", "model_rules", "validate", "dag", "memory"]
+
+
+def test_package_parts_import_one_way_and_stay_small():
+    pkg = ROOT / "triton_kitchen" / "ensemble"
+    assert sorted(p.stem for p in pkg.glob("*.py")) == sorted(LAYERS + ["__init__"])
+    for k, part in enumerate(LAYERS):
+        source = (pkg / f"{part}.py").read_text()
+        assert source.count("\n") <= 600, part
+        imported = {
+            node.module.rsplit(".", 1)[-1]
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("triton_kitchen.ensemble.")
+        }
+        assert imported <= set(LAYERS[:k]), (part, imported - set(LAYERS[:k]))
 
 
 # -- CLI --------------------------------------------------------------------------------------
