@@ -7,6 +7,10 @@ import pytest
 from conftest import switch_page
 
 from triton_kitchen import batching as Bt
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.kserve import KServeError
+from triton_kitchen.server import free_port
 
 BASE = {
     "name": "classifier", "max_batch_size": 8,
@@ -26,10 +30,22 @@ def test_config_override():
                 Bt.BatchingSettings(max_queue_delay_us=-1)):
         with pytest.raises(Bt.BatchingError) as err:
             Bt.config_override(BASE, bad)
-        assert err.value.code == "bad_settings"
+        assert err.value.code == "bad_settings" and err.value.detail == str(err.value)
+        assert isinstance(err.value, KitchenError)
     with pytest.raises(Bt.BatchingError):
         Bt.config_override({**BASE, "max_batch_size": 0}, Bt.BatchingSettings())
     assert Bt.stats_delta({1: 5, 2: 1}, {1: 9, 2: 1, 4: 3}) == {1: 4, 4: 3}
+
+
+def test_a_dead_server_is_a_connection_error_and_a_failed_load():
+    port = free_port()
+    dead = Endpoint(f"127.0.0.1:{port}", f"127.0.0.1:{port}")
+    with pytest.raises(KServeError) as info:
+        Bt.batch_stats(dead)
+    assert info.value.code == "connection"
+    with pytest.raises(Bt.BatchingError) as err:
+        Bt.load_model(dead, Bt.MODEL, dict(BASE))
+    assert err.value.code == "load_failed" and "cannot read the loaded config" in err.value.detail
 
 
 def test_batching_on_vs_off_and_the_config_is_always_restored(server, monkeypatch):
@@ -86,5 +102,5 @@ def test_batching_lab_page_renders(server, monkeypatch):
     at.button(key="batch_run").click().run()
     assert not at.exception
     assert not at.error
-    assert [w.value for w in at.warning] == [lessons.t("lab_batching.error_no_control_api", "en")]
+    assert [w.value for w in at.warning] == [lessons.t("error.batching_no_control_api", "en")]
     assert Bt.current_config(server.endpoint)["dynamic_batching"]["max_queue_delay_microseconds"] == 2000

@@ -12,8 +12,6 @@ session of the app).
 from __future__ import annotations
 
 import copy
-import http.client
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,9 +20,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from triton_kitchen import kserve
 from triton_kitchen.bench import BenchProgress, run_bench
-from triton_kitchen.protocols import ProtocolError, _host_port, _http_get_json, image_tensor, sample_jpeg
-from triton_kitchen.server import Endpoint
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.errors import KitchenError
+from triton_kitchen.protocols import image_tensor, sample_jpeg
 
 MODEL = "classifier"
 MAX_INSTANCES = 4
@@ -43,12 +43,14 @@ _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
-class BatchingError(RuntimeError):
-    """The repository API refused a load (message verbatim from Triton), or the lab is busy."""
+class BatchingError(KitchenError):
+    """The repository API refused a load (message verbatim from Triton), or the lab is busy. ``code``:
+    "load_failed", "no_control_api", "busy", "restore_failed", "bad_settings"."""
+
+    default_code = "load_failed"
 
     def __init__(self, message: str, code: str = "load_failed") -> None:
-        super().__init__(message)
-        self.code = code  # "load_failed", "busy", "restore_failed", "bad_settings"
+        super().__init__(code, message)
 
 
 @dataclass
@@ -68,7 +70,8 @@ class BatchingSettings:
 
 
 def current_config(endpoint: Endpoint, model: str = MODEL, timeout: float = 10.0) -> dict:
-    return _http_get_json(endpoint.http_url, f"/v2/models/{model}/config", timeout)
+    """The config ``model`` is loaded with (raises kserve.KServeError)."""
+    return kserve.model_config(endpoint, model, timeout)
 
 
 def config_override(base: dict, settings: BatchingSettings) -> dict:
@@ -132,30 +135,14 @@ def load_model(endpoint: Endpoint, model: str = MODEL, config: dict | None = Non
             raise BatchingError(f"the override names {config.get('name')!r}, not {model!r}", "bad_settings")
         try:
             loaded = current_config(endpoint, model)
-        except ProtocolError as exc:
-            raise BatchingError(f"load {model}: cannot read the loaded config: {exc}") from exc
+        except kserve.KServeError as exc:
+            raise BatchingError(f"load {model}: cannot read the loaded config: {exc.detail}") from exc
         check_override(loaded, config)
-    host, port = _host_port(endpoint.http_url)
-    body = {"parameters": {"config": json.dumps(config)}} if config is not None else {}
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        conn.request("POST", f"/v2/repository/models/{model}/load", body=json.dumps(body),
-                     headers={"Content-Type": "application/json", **endpoint.headers})
-        resp = conn.getresponse()
-        raw = resp.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise BatchingError(f"load {model}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        conn.close()
-    if resp.status != 200:
-        try:
-            message = json.loads(raw).get("error", raw.decode(errors="replace"))
-        except ValueError:
-            message = raw.decode(errors="replace")
-        from triton_kitchen.repository import control_api_refused
-
-        code = "no_control_api" if control_api_refused(str(message)) else "load_failed"
-        raise BatchingError(f"load {model}: HTTP {resp.status}: {message}", code)
+        kserve.load_model(endpoint, model, config=config, timeout=timeout)
+    except kserve.KServeError as exc:
+        code = "no_control_api" if exc.code == "no_control_api" else "load_failed"
+        raise BatchingError(f"load {model}: {exc.detail}", code) from exc
 
 
 def _batching_view(cfg: dict) -> tuple:
@@ -174,13 +161,13 @@ def restore(endpoint: Endpoint, original: dict, model: str = MODEL) -> None:
     try:
         if current_config(endpoint, model) == original:
             return  # nothing was changed (the override was refused), or it is already back
-    except ProtocolError as exc:
+    except kserve.KServeError as exc:
         errors.append(str(exc))
     try:
         load_model(endpoint, model)
         if _batching_view(current_config(endpoint, model)) == _batching_view(original):
             return
-    except (BatchingError, ProtocolError) as exc:
+    except (BatchingError, kserve.KServeError) as exc:
         errors.append(str(exc))
     try:
         load_model(endpoint, model, original)
@@ -209,7 +196,7 @@ def overridden(endpoint: Endpoint, model: str = MODEL) -> Iterator[dict]:
 
 def batch_stats(endpoint: Endpoint, model: str = MODEL, timeout: float = 10.0) -> dict[int, int]:
     """Executions per batch size so far (``batch_stats[].compute_infer.count``)."""
-    stats = _http_get_json(endpoint.http_url, f"/v2/models/{model}/stats", timeout)
+    stats = kserve.statistics(endpoint, model, timeout)
     out: dict[int, int] = {}
     for entry in stats.get("model_stats", []):
         for b in entry.get("batch_stats", []):
@@ -273,7 +260,7 @@ def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, con
     def snapshot(name: str) -> None:
         try:
             snaps[name] = batch_stats(endpoint, model)
-        except ProtocolError:
+        except kserve.KServeError:
             pass  # the fallbacks below
 
     at_call = batch_stats(endpoint, model)
