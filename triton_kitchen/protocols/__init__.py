@@ -15,8 +15,6 @@ extension (tritonclient's default), and gRPC; and two ways to stream.
 Every name stays importable from ``triton_kitchen.protocols``.
 """
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import split_host_port as _host_port  # noqa: F401 - old name, batching.py uses it
 from triton_kitchen.protocols.call import (
     COMPRESSIONS,
     DEFAULT_TIMEOUT_S,
@@ -57,15 +55,6 @@ from triton_kitchen.protocols.wire import (
     tensor_vs_jpeg,
 )
 from triton_kitchen.samples import image_tensor, sample_jpeg
-
-
-def _http_get_json(http_url: str, path: str, timeout: float) -> dict:
-    """The old private helper, kept for batching.py until it calls :mod:`triton_kitchen.kserve` itself."""
-    try:
-        return kserve.get_json(http_url, path, timeout)
-    except kserve.KServeError as exc:
-        raise protocol_error(exc) from exc
-
 
 __all__ = [
     "COMPRESSIONS",
