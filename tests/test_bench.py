@@ -13,7 +13,7 @@ import pytest
 
 from triton_kitchen import bench as B
 from triton_kitchen.__main__ import main
-from triton_kitchen.protocols import sample_inputs
+from triton_kitchen.protocols import Caller, CountingProxy, sample_inputs
 from triton_kitchen.server import Endpoint
 
 
@@ -49,14 +49,54 @@ def test_bench_measures_and_counts_bytes(server, pipeline_inputs):
     arrays, outputs = pipeline_inputs
     seen = []
     r = B.run_bench(server.endpoint, "ensemble_pipeline", "grpc", concurrency=2, duration_s=1.0,
-                    inputs=arrays, output_names=outputs, warmup_s=0.2, progress=seen.append)
+                    inputs=arrays, output_names=outputs, warmup_s=0.2, progress=seen.append, count_wire=True)
     assert r.errors == 0 and r.requests > 0 and r.stop_reason == "duration"
     assert r.throughput_rps == pytest.approx(r.requests / r.window_s)
     assert r.latency_ms["p50"] <= r.latency_ms["p90"] <= r.latency_ms["p99"]
     assert r.request_bytes >= r.requests * 602112
+    assert r.wire_counted == B.WIRE_SEPARATE_PASS and r.wire.calls == B.WIRE_PASS_CALLS
+    assert r.wire.sent > r.wire.request_bytes >= 602112 and r.wire.received > r.wire.response_bytes > 0
+    assert r.wire.first_sent > r.wire.sent  # the first call also opened the connection
     assert r.wire_bytes_sent > r.request_bytes and r.wire_bytes_received > r.response_bytes
     assert tuple(r.to_dict()) == B.CONTRACT_KEYS
+    assert r.to_row()["wire_counted"] == B.WIRE_SEPARATE_PASS
     assert seen and seen[-1].done == r.requests
+
+
+def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inputs, monkeypatch):
+    """Review §2.7: the proxy's hops and pump threads must not be in the timed numbers. The timed
+    workers connect straight to the server; the proxy starts only after the last progress report."""
+    arrays, outputs = pipeline_inputs
+    addresses, proxy_starts, reports = [], [], []
+
+    class SpyCaller(Caller):
+        def __init__(self, *args, **kwargs):
+            addresses.append(kwargs.get("address"))
+            super().__init__(*args, **kwargs)
+
+    start = CountingProxy.start
+
+    def spy_start(proxy):
+        proxy_starts.append(time.perf_counter())
+        return start(proxy)
+
+    monkeypatch.setattr(B, "Caller", SpyCaller)
+    monkeypatch.setattr(CountingProxy, "start", spy_start)
+    for protocol in ("http-binary", "grpc"):
+        addresses.clear(), proxy_starts.clear(), reports.clear()
+        r = B.run_bench(server.endpoint, "ensemble_pipeline", protocol, concurrency=3, duration_s=0.5,
+                        inputs=arrays, output_names=outputs, warmup_s=0.1, count_wire=True,
+                        progress=lambda p: reports.append(time.perf_counter()))
+        assert r.requests > 0 and r.errors == 0
+        assert addresses == [None] * 3, addresses  # one direct connection per worker
+        assert len(proxy_starts) == 1 and proxy_starts[0] > reports[-1], (proxy_starts, reports[-1])
+        assert r.wire_counted == B.WIRE_SEPARATE_PASS and r.wire_bytes_sent > r.request_bytes
+
+        addresses.clear(), proxy_starts.clear()
+        r = B.run_bench(server.endpoint, "ensemble_pipeline", protocol, concurrency=2, duration_s=0.3,
+                        inputs=arrays, output_names=outputs, warmup_s=0)  # the default: bytes not counted
+        assert addresses == [None] * 2 and proxy_starts == []
+        assert r.wire_counted == B.WIRE_NOT_COUNTED and r.wire is None and r.wire_bytes_sent is None
 
 
 def test_request_cap_and_stop_event(server, pipeline_inputs):
@@ -64,7 +104,7 @@ def test_request_cap_and_stop_event(server, pipeline_inputs):
     r = B.run_bench(server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=30,
                     max_requests=6, inputs=arrays, output_names=outputs, warmup_s=0, count_wire=False)
     assert r.stop_reason == "requests" and r.requests == 6 and r.errors == 0
-    assert r.wire_bytes_sent is None
+    assert r.wire_bytes_sent is None and r.wire_counted == B.WIRE_NOT_COUNTED
 
     stop = threading.Event()
     t0 = time.perf_counter()
@@ -112,6 +152,19 @@ def test_cli_json_contract_for_the_three_protocols(server, capsys):
         assert set(out["latency_ms"]) == {"p50", "p90", "p99"}
         assert out["wire_bytes_sent"] > out["request_bytes"] > 0
         assert out["wire_bytes_received"] > out["response_bytes"] > 0
+
+
+def test_cli_text_says_where_the_bytes_per_request_come_from(server, capsys):
+    rc = main(["bench", "--model", "image_classifier", "--protocol", "grpc", "--duration", "0.5",
+               "--url", server.grpc_url])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "bytes per request, counted in a separate untimed pass (5 calls" in out
+    assert "the timed requests went straight to the server" in out
+    lines = [line.split() for line in out.splitlines()]
+    payload = next(words for words in lines if words[:2] == ["payload", "sent"])  # per request, from the pass
+    wire = next(words for words in lines if words[:2] == ["wire", "sent"])
+    assert int(wire[2]) > int(payload[2]) > 0 and int(wire[4]) > int(payload[4]) > 0, out
 
 
 def test_cli_reports_a_dead_server(capsys):

@@ -6,6 +6,10 @@ longer than the time left, workers are daemon threads, and workers still stuck a
 abandoned, not waited for. A run can be stopped at any time with a ``threading.Event``; a progress
 callback, called from the caller's own thread, reports as it goes.
 
+Timed requests always go straight to the server. Wire bytes (headers and framing included) are counted
+only when asked (``count_wire``), in a separate short pass through a byte-counting proxy after the
+timed run: the proxy's extra hops and pump threads would slow the very requests being timed.
+
 The engine is a Python client (one connection per worker thread, see
 :class:`triton_kitchen.protocols.Caller`). :mod:`triton_kitchen.perf_analyzer` checks its numbers against
 NVIDIA's C++ ``perf_analyzer``; :mod:`triton_kitchen.cli` holds the ``bench`` subcommand.
@@ -28,9 +32,9 @@ from triton_kitchen.protocols import (
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
     Caller,
-    CountingProxy,
     ProtocolError,
     check_protocol,
+    measure_protocol,
     sample_inputs,
 )
 
@@ -43,6 +47,22 @@ CONTRACT_KEYS = (
     "protocol", "model", "concurrency", "requests", "errors", "throughput_rps", "latency_ms",
     "request_bytes", "response_bytes", "wire_bytes_sent", "wire_bytes_received",
 )
+WIRE_NOT_COUNTED = "not_counted"
+WIRE_SEPARATE_PASS = "separate_pass"  # counted in an untimed pass after the timed run, never while timing
+WIRE_PASS_CALLS = 4  # counted calls of that pass, after one that opens the connection
+
+
+@dataclass
+class WireCount:
+    """Bytes per request from the untimed counting pass: one connection through a CountingProxy."""
+
+    calls: int  # calls averaged, on the open connection
+    request_bytes: int  # payload per call, as encoded
+    response_bytes: int
+    sent: float  # wire bytes per call, connection already open
+    received: float
+    first_sent: int  # the call that opened the connection (TCP; gRPC's HTTP/2 preface and SETTINGS)
+    first_received: int
 
 
 @dataclass
@@ -69,7 +89,9 @@ class BenchResult:
     # Bytes cover the whole run, warm-up included, so payload and wire totals count the same calls:
     request_bytes: int  # payload of every answered request, as encoded (HTTP body / gRPC protobuf)
     response_bytes: int
-    wire_bytes_sent: int | None  # counted on the socket (CountingProxy): headers and framing included
+    # Socket bytes, headers and framing included; never counted while timing. With wire_counted ==
+    # WIRE_SEPARATE_PASS: the per-call bytes of ``wire`` times the answered requests, one opening per worker.
+    wire_bytes_sent: int | None
     wire_bytes_received: int | None
     window_s: float = 0.0
     stop_reason: str = ""  # "duration", "requests", "stopped", "deadline", "error"
@@ -78,6 +100,8 @@ class BenchResult:
     abandoned: int = 0  # workers still waiting on the server at the hard limit, left behind
     latencies_ms: list[float] = field(default_factory=list, repr=False)
     error_messages: list[str] = field(default_factory=list)
+    wire_counted: str = WIRE_NOT_COUNTED  # how wire bytes were counted: WIRE_NOT_COUNTED or WIRE_SEPARATE_PASS
+    wire: WireCount | None = None  # the counting pass's bytes per request
 
     def to_dict(self) -> dict:
         """The ``bench --json`` contract: exactly these keys."""
@@ -90,7 +114,9 @@ class BenchResult:
         lat = d.pop("latency_ms")
         d.update({f"latency_{k}_ms": v for k, v in lat.items()})
         d.update(window_s=self.window_s, stop_reason=self.stop_reason, compression=self.compression or "",
-                 engine=self.engine, abandoned=self.abandoned)
+                 engine=self.engine, abandoned=self.abandoned, wire_counted=self.wire_counted,
+                 wire_sent_per_request=self.wire.sent if self.wire else None,
+                 wire_received_per_request=self.wire.received if self.wire else None)
         return d
 
 
@@ -138,7 +164,7 @@ def run_bench(
     warmup_s: float = 0.5,
     grace_s: float = DEFAULT_GRACE_S,
     compression: str | None = None,
-    count_wire: bool = True,
+    count_wire: bool = False,
     stop: threading.Event | None = None,
     progress: Callable[[BenchProgress], None] | None = None,
     progress_every_s: float = 0.25,
@@ -147,8 +173,9 @@ def run_bench(
 
     Ends at the first of: duration over, ``max_requests`` sent (warm-up included), ``stop`` set, or
     the hard limit ``warmup_s + duration_s + grace_s`` (measured from the call) reached. Returns by
-    the hard limit whatever the server does. With ``count_wire`` every connection goes through a
-    :class:`CountingProxy`."""
+    the hard limit whatever the server does. With ``count_wire``, wire bytes are counted afterwards in
+    :func:`count_wire_bytes`'s untimed pass (each of its calls waits at most ``grace_s``), skipped when
+    the run was stopped or got no answer."""
     check_protocol(protocol)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}")
@@ -161,8 +188,8 @@ def run_bench(
     hard_deadline = t_call + warmup_s + duration_s + grace_s
     stop = stop or threading.Event()
     halt = threading.Event()  # ours: set when the run ends, for any reason
-    result = BenchResult(protocol, model, concurrency, 0, 0, 0.0, percentiles([]), 0, 0,
-                         0 if count_wire else None, 0 if count_wire else None, compression=compression)
+    result = BenchResult(protocol, model, concurrency, 0, 0, 0.0, percentiles([]), 0, 0, None, None,
+                         compression=compression)
 
     if inputs is None:  # metadata calls are bounded by the same hard limit
         try:
@@ -172,12 +199,6 @@ def run_bench(
         except ProtocolError as exc:
             result.stop_reason, result.error_messages = "error", [str(exc)]
             return result
-
-    proxy = None
-    address = None
-    if count_wire:
-        proxy = CountingProxy(endpoint.grpc_url if protocol == "grpc" else endpoint.http_url).start()
-        address = proxy.address
 
     records: list[_Record] = []
     lock = threading.Lock()
@@ -194,7 +215,7 @@ def run_bench(
 
     def worker() -> None:
         caller = Caller(endpoint, protocol, model, inputs, output_names=output_names, compression=compression,
-                        timeout_s=timeout_s, address=address)
+                        timeout_s=timeout_s)
         try:
             while not halt.is_set() and take_ticket():
                 left = hard_deadline - time.perf_counter()
@@ -241,9 +262,6 @@ def run_bench(
         for th in threads:
             th.join(timeout=max(0.0, hard_deadline - time.perf_counter()))
         result.abandoned = sum(1 for th in threads if th.is_alive())
-        if proxy is not None:
-            result.wire_bytes_sent, result.wire_bytes_received = proxy.snapshot()
-            proxy.stop()
     if reason == "requests":  # all tickets used: the window ends with the last answer
         window_end = max((r.t_end for r in records), default=window_end)
     window_start = warm_end
@@ -272,7 +290,27 @@ def run_bench(
     result.error_messages = seen[:5]
     if progress is not None:
         progress(_progress(records, warm_end, window_end, duration_s))
+    answered_ok = sum(1 for r in answered if r.ok)
+    if count_wire and answered_ok and not stop.is_set() and not result.abandoned:
+        try:
+            wire = count_wire_bytes(endpoint, model, protocol, inputs, compression, min(timeout_s, grace_s))
+        except ProtocolError:
+            return result  # the server stopped answering: wire bytes stay uncounted (None)
+        opened = min(concurrency, answered_ok)  # each worker opened one connection
+        result.wire, result.wire_counted = wire, WIRE_SEPARATE_PASS
+        result.wire_bytes_sent = round(opened * wire.first_sent + (answered_ok - opened) * wire.sent)
+        result.wire_bytes_received = round(opened * wire.first_received + (answered_ok - opened) * wire.received)
     return result
+
+
+def count_wire_bytes(endpoint: Endpoint, model: str, protocol: str, inputs: dict[str, np.ndarray],
+                     compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                     calls: int = WIRE_PASS_CALLS) -> WireCount:
+    """Bytes per request on the wire, from ``1 + calls`` untimed calls on one connection through a
+    :class:`~triton_kitchen.protocols.CountingProxy`; raises ProtocolError when a call fails."""
+    m = measure_protocol(endpoint, protocol, model, inputs, calls, compression, timeout_s)
+    return WireCount(m.calls, m.request_bytes, m.response_bytes, m.wire_sent_per_call, m.wire_received_per_call,
+                     m.wire_first_call_sent, m.wire_first_call_received)
 
 
 def _progress(records: list[_Record], warm_end: float, now: float, duration_s: float) -> BenchProgress:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from triton_kitchen import kserve
-from triton_kitchen.bench import MAX_CONCURRENCY, MAX_DURATION_S, run_bench
+from triton_kitchen.bench import MAX_CONCURRENCY, MAX_DURATION_S, WireCount, run_bench
 from triton_kitchen.config import ConfigError, load_repository
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port
 from triton_kitchen.ensemble import (
@@ -256,6 +256,17 @@ def _url_hint(url: str, protocol: str) -> str | None:
     return None
 
 
+def _print_bytes_per_request(wire: WireCount | None) -> None:
+    if wire is None:
+        print("  wire bytes     not counted (no answer to count)")
+        return
+    print(f"  bytes per request, counted in a separate untimed pass ({wire.calls + 1} calls on one connection "
+          "through a byte-counting proxy; the timed requests went straight to the server):")
+    print(f"    payload  sent {wire.request_bytes}  received {wire.response_bytes}")
+    print(f"    wire     sent {wire.sent:.0f}  received {wire.received:.0f}  (the call that opened the "
+          f"connection: sent {wire.first_sent}  received {wire.first_received})")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrency <= MAX_CONCURRENCY:
         print(f"error: --concurrency must be 1..{MAX_CONCURRENCY}", file=sys.stderr)
@@ -282,7 +293,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             return 1
     try:
         result = run_bench(endpoint, args.model, args.protocol, args.concurrency, args.duration,
-                           max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression)
+                           max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression,
+                           count_wire=True)
         check = None
         if args.perf_analyzer and result.throughput_rps:
             try:
@@ -302,7 +314,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"  requests {result.requests}  errors {result.errors}  throughput {result.throughput_rps:.1f}/s")
         print(f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}")
         print(f"  payload bytes  sent {result.request_bytes}  received {result.response_bytes}")
-        print(f"  wire bytes     sent {result.wire_bytes_sent}  received {result.wire_bytes_received}")
+        _print_bytes_per_request(result.wire)
     for message in result.error_messages:
         print(f"error: {message}", file=sys.stderr)
     if check is not None:
@@ -316,14 +328,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def add_bench_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("bench", help="bounded load on one model over one protocol",
                               description="Closed-loop load with N concurrent clients for a bounded time; "
-                                          "latency percentiles, throughput, payload and wire bytes.")
+                                          "latency percentiles, throughput, payload bytes, and wire bytes per "
+                                          "request counted in a separate untimed pass (never while timing).")
     p.add_argument("--model", required=True)
     p.add_argument("--protocol", required=True, choices=PROTOCOLS)
     p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
     p.add_argument("--duration", type=float, default=5.0, help="seconds of measuring (default: %(default)s)")
     p.add_argument("--url", help="host:port of a running server for this protocol (default: start the "
                                  "embedded server on free ports)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (its wire bytes: the untimed pass's bytes per request times the "
+                        "answered requests)")
     p.add_argument("--max-requests", type=int, default=10_000, help="request cap (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request timeout in seconds")
     p.add_argument("--compression", choices=("gzip",), default=None)
