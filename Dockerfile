@@ -11,6 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 1000 kitchen
 WORKDIR /app
 
+# The app's requirements only: test and dev tools (requirements-dev.txt) stay out of the image.
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 

