@@ -5,6 +5,7 @@ through the repository API; the original config is restored at the end (also on 
 
     python benchmarks/batching_report.py                       # starts the embedded server
     python benchmarks/batching_report.py --duration 5 --repeats 3 --delays 0,2000,10000
+    python benchmarks/batching_report.py --preferred 4,8         # with preferred batch sizes (default: none)
     python benchmarks/batching_report.py --url localhost:8000 --grpc-url localhost:8001   # repository API open
 
 Writes benchmarks/out/batching.{md,json,html} (gitignored) and prints the Markdown.
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per setting (default: %(default)s)")
     ap.add_argument("--repeats", type=int, default=3, help="off/on pairs; the ratio is the median (default: %(default)s)")
     ap.add_argument("--delays", default="2000", help="max_queue_delay_microseconds values to try, comma-separated")
-    ap.add_argument("--preferred", default="4,8", help="preferred_batch_size values (default: %(default)s)")
+    ap.add_argument("--preferred", default="", help="preferred_batch_size values, comma-separated (default: none, "
+                    "as Triton advises unless a backend runs some batch sizes much faster than others)")
     ap.add_argument("--instances", type=int, default=1)
     ap.add_argument("--protocol", default="grpc", choices=("http-binary", "grpc"))
     ap.add_argument("--out", type=Path, default=OUT)
@@ -57,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         f"# Dynamic batching at concurrency {args.concurrency}",
         "",
         f"Measured {time.strftime('%F %T')} on {'the embedded server (CPU)' if endpoint.embedded else args.url}: classifier "
-        f"(EfficientNet-Lite0, max_batch_size 8, {args.instances} instance(s)), {args.protocol}, "
+        f"(EfficientNet-Lite0, max_batch_size 8, {args.instances} instance(s), preferred batch sizes "
+        f"{args.preferred or 'none'}), {args.protocol}, "
         f"{args.duration:g} s per setting, batching off then on, {args.repeats} pair(s) per setting.",
         "",
         "| max_queue_delay µs | pair | off req/s | on req/s | ratio on/off | off p99 ms | on p99 ms | mean batch (on) | batch histogram (on) |",
