@@ -71,6 +71,7 @@ def test_send_exact_bytes(server, coffee):
         assert resp.status == 200, resp.json_text
         header = json.loads(resp.json_text)
         assert header["model_name"] == model and resp.binary_size > 0
+        assert int(resp.headers[rv.HTTP_HEADER_NAME]) == len(resp.json_text.encode())  # the page shows them
     plain = rv.http_request(
         "ensemble_pipeline", rv.request_inputs("ensemble_pipeline", coffee), ["output_label"], False
     )
@@ -127,3 +128,13 @@ def test_quick_protocol_check_is_bounded(server, coffee):
     assert all(len(v) == 3 and all(x > 0 for x in v) for v in times.values())
     short = demo.quick_protocol_check(server.endpoint, coffee, requests=1000, budget_s=0.5)
     assert sum(len(v) for v in short.values()) < 100
+
+
+def test_send_to_nothing_listening_raises_an_os_error(coffee):
+    from triton_kitchen.endpoint import Endpoint
+    from triton_kitchen.server import free_port
+
+    port = free_port()
+    view = rv.http_request("ensemble_pipeline", rv.request_inputs("ensemble_pipeline", coffee), ["output_label"])
+    with pytest.raises(OSError):  # the page says "unreachable" for an OSError
+        rv.send_http(Endpoint(f"127.0.0.1:{port}", f"127.0.0.1:{port}"), view, timeout=2)

@@ -12,11 +12,10 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,8 +24,8 @@ import tritonclient.http as httpclient
 from google.protobuf import text_format
 from tritonclient.grpc import service_pb2
 
+from triton_kitchen.endpoint import Endpoint, split_host_port
 from triton_kitchen.imaging import preprocess_bytes
-from triton_kitchen.server import Endpoint
 
 HTTP_HEADER_NAME = "Inference-Header-Content-Length"
 USER_AGENT = "python/gevent-http-client"
@@ -208,18 +207,22 @@ class HttpResponseView:
 def send_http(endpoint: Endpoint, view: HttpRequestView, timeout: float = 30.0) -> HttpResponseView:
     """POST the exact body of ``view`` and split the answer into JSON header and binary tail.
 
-    Triton's errors (HTTP 400 with a JSON ``error``) come back as a view too; only a dead server raises.
+    Triton's errors (HTTP 400 with a JSON ``error``) come back as a view too; only a dead server raises
+    (an OSError). An inference, so not :mod:`~triton_kitchen.kserve`'s, but on the same ``http.client``:
+    the page shows the answer's headers, which kserve does not return.
     """
     headers = {k: v for k, v in view.headers.items() if k not in ("Host", "Content-Length")}
-    request = urllib.request.Request(
-        f"http://{endpoint.http_url}{view.path}", data=view.body, headers=headers, method="POST"
-    )
+    host, port = split_host_port(endpoint.http_url)
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     t0 = time.perf_counter()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            status, resp_headers, body = resp.status, dict(resp.headers.items()), resp.read()
-    except urllib.error.HTTPError as exc:
-        status, resp_headers, body = exc.code, dict(exc.headers.items()), exc.read()
+        conn.request("POST", view.path, body=view.body, headers=headers)
+        resp = conn.getresponse()
+        status, resp_headers, body = resp.status, dict(resp.getheaders()), resp.read()
+    except http.client.HTTPException as exc:  # not HTTP at all (a gRPC port, say): nothing we can talk to
+        raise ConnectionError(f"POST {view.path}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        conn.close()
     ms = (time.perf_counter() - t0) * 1000
     json_size = int(resp_headers.get(HTTP_HEADER_NAME, len(body)))
     return HttpResponseView(
