@@ -322,9 +322,14 @@ def _explained(p: Problem, lang: str) -> _Explained:
     The explanation counts steps from 1, Triton's own message from 0: when Triton's names a step, say so."""
     text = p.text(lang)
     if p.triton_message and _TRITON_STEP_INDEX.search(p.triton_message) and p.params.get("step") is not None:
-        text += Msg("triton_counts_from_0").render(lang)
+        text += _msg("triton_counts_from_0", lang)
     values = {f.name: getattr(p, f.name) for f in fields(p)}
     return _Explained(**{**values, "message": text, "msg": None})
+
+
+def _msg(key: str, lang: str, **args) -> str:
+    """The ``[problem]`` table's ``key`` in ``lang``."""
+    return Msg(key, args).render(lang)
 
 
 def check_ensemble_text(
@@ -338,7 +343,7 @@ def check_ensemble_text(
     from triton_kitchen import diagram, ensemble
 
     if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
-        too_large = Msg("config_too_large", {"limit": MAX_CONFIG_BYTES}).render(lang)
+        too_large = _msg("config_too_large", lang, limit=MAX_CONFIG_BYTES)
         return EnsembleCheck(None, [_Explained("error", "config_too_large", too_large)])
     models = load_repository(repo)
     base = models.get(name)
@@ -366,7 +371,7 @@ def check_ensemble_text(
             check.dag = ensemble.build_dag(name, models, validate=False)
             check.dot = diagram.to_dot(check.dag, lang=lang)
         except (ConfigError, KeyError, ValueError) as exc:  # a graph too broken to draw
-            cannot_draw = Msg("cannot_draw", {"error": exc}).render(lang)
+            cannot_draw = _msg("cannot_draw", lang, error=exc)
             check.problems.append(_Explained("warning", "cannot_draw", cannot_draw))
     return check
 
