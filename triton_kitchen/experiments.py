@@ -23,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from triton_kitchen import trace
-from triton_kitchen.clients import http_client
+from triton_kitchen import kserve, trace
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.protocols import Caller, CountingProxy, image_tensor, sample_jpeg
-from triton_kitchen.server import Endpoint
 
 CHAIN_MODEL = "image_classifier"
 CHAIN_STEPS = (
@@ -216,7 +215,7 @@ class ParallelResult:
 
 def ensemble_steps(endpoint: Endpoint, model: str) -> tuple[list[str], list[list[int]]]:
     """Step models and each step's predecessor steps, from the server's config of ``model``."""
-    cfg = http_client(endpoint).get_model_config(model)
+    cfg = kserve.model_config(endpoint, model)
     steps = cfg.get("ensemble_scheduling", {}).get("step", [])
     producer: dict[str, int] = {}
     for i, s in enumerate(steps):
@@ -342,7 +341,6 @@ def cascade(
     Stage-two runs are the statistics API's ``classifier`` success-count delta over each batch of
     requests: exact if nothing else uses the classifier meanwhile (other users' requests would add to it).
     """
-    hc = http_client(endpoint)
     rows = []
     deadline = time.monotonic() + budget_s
     for model in ("cascade_ensemble", "cascade_bls"):
@@ -353,7 +351,7 @@ def cascade(
         try:
             for c in callers.values():
                 c.call()  # warm-up, before the counters are read
-            before = trace.model_statistics(hc, ["classifier", "classifier_coarse"])
+            before = trace.model_statistics(endpoint, ["classifier", "classifier_coarse"])
             lat, stages, top1 = [], {"1": 0, "2": 0}, {}
             for _ in range(repeats):
                 for name, c in callers.items():
@@ -364,7 +362,7 @@ def cascade(
                     top1[name] = _top1(r.outputs)
                 if time.monotonic() > deadline:
                     break
-            after = trace.model_statistics(hc, ["classifier", "classifier_coarse"])
+            after = trace.model_statistics(endpoint, ["classifier", "classifier_coarse"])
         finally:
             for c in callers.values():
                 c.close()
@@ -411,12 +409,11 @@ def cascade_call(
     """
     from triton_kitchen.classify import classify
 
-    hc = http_client(endpoint)
-    before = trace.model_statistics(hc, CASCADE_TIERS)
+    before = trace.model_statistics(endpoint, CASCADE_TIERS)
     result = classify(endpoint, image, model=model, protocol=protocol)
     deadline = time.monotonic() + timeout_s
     while True:
-        after = trace.model_statistics(hc, CASCADE_TIERS)
+        after = trace.model_statistics(endpoint, CASCADE_TIERS)
         if after[CASCADE_TIERS[0]]["exec"] > before[CASCADE_TIERS[0]]["exec"] or time.monotonic() > deadline:
             break
         time.sleep(0.02)
@@ -450,10 +447,9 @@ def batching_queue(
 ) -> list[QueueResult]:
     """Traced direct calls to ``classifier`` (dynamic batching, max_queue_delay set) and ``classifier_coarse`` (none)."""
     x = image_tensor(image or sample_jpeg())
-    hc = http_client(endpoint)
     out = []
     for model in ("classifier", "classifier_coarse"):
-        cfg = hc.get_model_config(model)
+        cfg = kserve.model_config(endpoint, model)
         delay = (
             cfg.get("dynamic_batching", {}).get("max_queue_delay_microseconds")
             if "dynamic_batching" in cfg
@@ -482,7 +478,7 @@ def batching_queue(
                     th.join(timeout=30)
 
             _, tls = trace.capture_many(
-                hc, model, send, burst, headers=endpoint.headers, local=endpoint.embedded
+                endpoint, model, send, burst, local=endpoint.embedded
             )
         finally:
             for c in callers:
