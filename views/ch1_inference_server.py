@@ -7,7 +7,7 @@ import streamlit as st
 from triton_kitchen import catalog, repository
 from triton_kitchen.classify import ClassifyError, classify
 from triton_kitchen.config import ModelEntry
-from ui import state
+from ui import batching_toy, state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
 from ui.sidebar import current_status
@@ -154,6 +154,6 @@ render_lesson(
         "kitchen": order_a_meal,
         "repository": repository_browser,
         "config": other_repository,
-        "batching": lambda: page_link("views/lab_batching.py", "ch1.to_batching_lab"),
+        "batching": lambda: (batching_toy.render(), page_link("views/lab_batching.py", "ch1.to_batching_lab")),
     },
 )

@@ -1,0 +1,71 @@
+"""Plotly pictures of a simulated run: which instance ran which batch when, who waited, and batch sizes.
+
+    fig = sim_figures.timeline(result, lang="zh")            # one row per instance, one bar per batch
+    fig = sim_figures.histograms({"simulated": {...}, "measured": {...}}, lang="en")
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from triton_kitchen.lessons import t as _t
+from triton_kitchen.simulator import SimResult
+
+BATCH_COLORS = ["#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
+WAIT_COLOR = "#f39c12"
+
+
+def _color(size: int, max_batch: int) -> str:
+    step = (len(BATCH_COLORS) - 1) * (size - 1) / max(1, max_batch - 1)
+    return BATCH_COLORS[min(len(BATCH_COLORS) - 1, round(step))]
+
+
+def timeline(result: SimResult, lang: str, until_ms: float | None = None, unit_ms: float | None = None,
+             unit: str = "ms", height: int = 260) -> go.Figure:
+    """Batches as bars on their instance's row (labelled with the requests in them), each request's wait in
+    the queue as an orange line on the queue row. ``unit_ms``/``unit``: show time in another unit (X)."""
+    scale = unit_ms or 1.0
+    names = {r.id: (r.name or str(r.id + 1)) for r in result.requests}
+    fig = go.Figure()
+    queue_row = _t("toy.queue_row", lang)
+    rows = [queue_row] + [_t("toy.instance_row", lang, n=i + 1) for i in range(result.config.instances)]
+    shown = [b for b in result.batches if until_ms is None or b.start_ms <= until_ms]
+    for b in shown:
+        label = "".join(names[i] for i in b.requests) if all(result.requests[i].name for i in b.requests) \
+            else str(b.size)
+        fig.add_trace(go.Bar(
+            base=[b.start_ms / scale], x=[(b.end_ms - b.start_ms) / scale], y=[rows[b.instance + 1]],
+            orientation="h", marker_color=_color(b.size, result.config.max_batch_size),
+            marker_line=dict(color="white", width=1), text=[label], textposition="inside",
+            insidetextanchor="middle", showlegend=False,
+            hovertemplate=_t("toy.batch_hover", lang, size=b.size, start="%{base:.3g}", unit=unit) + "<extra></extra>",
+        ))
+    waits = [r for r in result.requests if r.start_ms is not None and r.start_ms - r.arrival_ms > 1e-9
+             and (until_ms is None or r.arrival_ms <= until_ms)]
+    for r in waits:
+        fig.add_trace(go.Scatter(
+            x=[r.arrival_ms / scale, r.start_ms / scale], y=[queue_row, queue_row], mode="lines+markers",
+            line=dict(color=WAIT_COLOR, width=3), marker=dict(size=6), showlegend=False,
+            hovertemplate=_t("toy.wait_hover", lang, name=names[r.id], ms=(r.start_ms - r.arrival_ms) / scale,
+                             unit=unit) + "<extra></extra>",
+        ))
+    fig.update_layout(
+        barmode="overlay", height=height, margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=_t("toy.time_axis", lang, unit=unit),
+        yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows))),
+    )
+    return fig
+
+
+def histograms(series: dict[str, dict[int, int]], lang: str, height: int = 280) -> go.Figure:
+    """Executions per batch size, one bar series per source (e.g. simulated and measured), as shares."""
+    fig = go.Figure()
+    for name, hist in series.items():
+        total = sum(hist.values()) or 1
+        sizes = sorted(hist)
+        fig.add_trace(go.Bar(x=sizes, y=[hist[s] / total for s in sizes], name=name))
+    fig.update_layout(
+        barmode="group", height=height, margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(dtick=1),
+        xaxis_title=_t("toy.batch_size", lang), yaxis_title=_t("toy.share", lang), yaxis_tickformat=".0%",
+    )
+    return fig
