@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import urllib.request
@@ -9,29 +10,36 @@ import urllib.request
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen.clients import client_for, http_client
+from triton_kitchen import clients, kserve
 from triton_kitchen.imaging import preprocess_bytes
 from triton_kitchen.postprocessing import softmax
 
 CAT_CLASSES = {"tiger cat", "Egyptian cat", "tabby, tabby cat"}
 
 
+@contextlib.contextmanager
 def client_of(server, protocol):
-    return client_for(protocol, server.endpoint)
+    """(client, its tritonclient module): the app-wide gRPC client, or an HTTP one closed after the block."""
+    if protocol == "grpc":
+        yield clients.grpc_client(server.endpoint), grpcclient
+    else:
+        with clients.http(server.endpoint) as client:
+            yield client, httpclient
 
 
 def infer(server, protocol, model, inputs: dict[str, np.ndarray], outputs: list[str]):
-    client, lib = client_of(server, protocol)
-    tensors = []
-    for name, array in inputs.items():
-        dtype = "BYTES" if array.dtype == object else {np.float32: "FP32", np.int32: "INT32"}[array.dtype.type]
-        t = lib.InferInput(name, list(array.shape), dtype)
-        t.set_data_from_numpy(array)
-        tensors.append(t)
-    result = client.infer(model, tensors, outputs=[lib.InferRequestedOutput(o) for o in outputs])
-    return {o: result.as_numpy(o) for o in outputs}
+    with client_of(server, protocol) as (client, lib):
+        tensors = []
+        for name, array in inputs.items():
+            dtype = "BYTES" if array.dtype == object else {np.float32: "FP32", np.int32: "INT32"}[array.dtype.type]
+            t = lib.InferInput(name, list(array.shape), dtype)
+            t.set_data_from_numpy(array)
+            tensors.append(t)
+        result = client.infer(model, tensors, outputs=[lib.InferRequestedOutput(o) for o in outputs])
+        return {o: result.as_numpy(o) for o in outputs}
 
 
 def photo_input(jpeg: bytes) -> dict[str, np.ndarray]:
@@ -66,7 +74,7 @@ def model_cases(jpeg):
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_every_model_answers(server, sample_jpegs, protocol):
     cases = model_cases(sample_jpegs["coffee"])
-    index = http_client(server.endpoint).get_model_repository_index(headers=server.repo_key)
+    index = kserve.repository_index(server.endpoint)
     assert {c[0] for c in cases} | {"streamer"} == {m["name"] for m in index}, "a model has no test case"
     for model, inputs, outputs in cases:
         out = infer(server, protocol, model, inputs, outputs)
@@ -119,10 +127,10 @@ def test_sample_photos_classify_as_expected(server, sample_jpegs, photo, expecte
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_class_count_extension_on_logits(server, protocol):
-    client, lib = client_of(server, protocol)
-    t = lib.InferInput("input", [1, 3, 224, 224], "FP32")
-    t.set_data_from_numpy(random_image())
-    result = client.infer("classifier", [t], outputs=[lib.InferRequestedOutput("logits", class_count=3)])
+    with client_of(server, protocol) as (client, lib):
+        t = lib.InferInput("input", [1, 3, 224, 224], "FP32")
+        t.set_data_from_numpy(random_image())
+        result = client.infer("classifier", [t], outputs=[lib.InferRequestedOutput("logits", class_count=3)])
     entries = [e.decode() for e in result.as_numpy("logits").reshape(-1)]
     assert len(entries) == 3
     score, idx, label = entries[0].split(":", 2)
@@ -139,11 +147,11 @@ def test_class_count_extension_on_logits(server, protocol):
     ],
 )
 def test_triton_errors_reach_the_caller(server, protocol, name, dtype, shape, fragment):
-    client, lib = client_of(server, protocol)
-    t = lib.InferInput(name, shape, dtype)
-    t.set_data_from_numpy(np.zeros(shape, dtype=np.float32 if dtype == "FP32" else np.int32))
-    with pytest.raises(InferenceServerException) as err:
-        client.infer("ensemble_pipeline", [t])
+    with client_of(server, protocol) as (client, lib):
+        t = lib.InferInput(name, shape, dtype)
+        t.set_data_from_numpy(np.zeros(shape, dtype=np.float32 if dtype == "FP32" else np.int32))
+        with pytest.raises(InferenceServerException) as err:
+            client.infer("ensemble_pipeline", [t])
     assert fragment in str(err.value)
 
 
@@ -191,7 +199,7 @@ def test_streamer_over_http_sse(server):
 
 
 def inference_count(server, model: str) -> int:
-    stats = http_client(server.endpoint).get_inference_statistics(model)
+    stats = kserve.statistics(server.endpoint, model)
     return sum(int(s["inference_count"]) for s in stats["model_stats"])
 
 
