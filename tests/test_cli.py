@@ -1,0 +1,49 @@
+"""The command line's shape (no server): subcommands in one place, one function per subcommand, old imports."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_kitchen import cli
+
+
+def test_subcommands_in_order_and_named_in_the_description(capsys):
+    parser = cli.build_parser()
+    assert parser.description == "Command line: ``python -m triton_kitchen serve|check|dag|bench``."
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "{serve,check,dag,bench}" in capsys.readouterr().out
+
+
+def test_a_new_subcommand_is_one_function(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_SUBCOMMANDS", list(cli._SUBCOMMANDS))
+
+    @cli.subcommand
+    def add_hello_parser(subparsers):
+        p = subparsers.add_parser("hello", help="say hello")
+        p.add_argument("--name", default="kitchen")
+        p.set_defaults(func=lambda args: print(f"hello {args.name}") or 3)
+        return p
+
+    assert cli.main(["hello", "--name", "triton"]) == 3
+    assert capsys.readouterr().out == "hello triton\n"
+    assert cli.build_parser().description.endswith("serve|check|dag|bench|hello``.")
+
+
+def test_old_import_paths_keep_working():
+    from triton_kitchen import budget, fairness, perf_analyzer
+    from triton_kitchen.__main__ import main
+    from triton_kitchen.bench import PerfAnalyzerError, _url_hint, add_bench_parser, cross_check, run_bench  # noqa: F401
+    from triton_kitchen.cli_check import check_paths, run_check, run_dag  # noqa: F401
+    from triton_kitchen.errors import KitchenError
+
+    assert main is cli.main and _url_hint is cli._url_hint and cross_check is perf_analyzer.cross_check
+    assert fairness.BudgetBusy is budget.BudgetBusy and fairness.LAB_BUDGET is budget.LAB_BUDGET
+    assert issubclass(PerfAnalyzerError, KitchenError) and issubclass(budget.BudgetBusy, KitchenError)
+    busy = budget.BudgetBusy(wanted=2, used=8, total=8, runs=3)
+    assert (busy.code, busy.used, busy.total, busy.runs) == ("lab_busy", 8, 8, 3) and "8/8" in busy.detail
+    error = PerfAnalyzerError("perf_analyzer failed (exit 1)")
+    assert (error.code, str(error), error.detail) == ("perf_analyzer", "perf_analyzer failed (exit 1)",
+                                                      "perf_analyzer failed (exit 1)")
+    with pytest.raises(ImportError):  # the lazy re-export does not invent names
+        from triton_kitchen.bench import no_such_name  # noqa: F401
