@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from triton_kitchen import kserve, server_stats
 from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.protocols import (
     DEFAULT_TIMEOUT_S,
@@ -41,6 +42,9 @@ from triton_kitchen.protocols import (
 MAX_CONCURRENCY = 16  # per run: one student cannot starve a class
 MAX_DURATION_S = 120.0
 MAX_REQUESTS = 100_000
+MAX_REQUEST_RATE = 2000.0  # open loop, requests/s
+DISTRIBUTIONS = ("constant", "poisson")
+LATE_S = 0.001  # an open-loop request sent more than this after its time was late
 DEFAULT_GRACE_S = 2.0
 ENGINE = "triton-kitchen (Python client)"
 CONTRACT_KEYS = (
@@ -102,6 +106,40 @@ class BenchResult:
     error_messages: list[str] = field(default_factory=list)
     wire_counted: str = WIRE_NOT_COUNTED  # how wire bytes were counted: WIRE_NOT_COUNTED or WIRE_SEPARATE_PASS
     wire: WireCount | None = None  # the counting pass's bytes per request
+    request_rate: float | None = None  # open loop: the offered rate (requests/s); None: closed loop
+    distribution: str | None = None  # open loop: "constant" or "poisson"
+    late: int = 0  # open loop: requests sent after their scheduled time (every worker was busy)
+    server: server_stats.Breakdown | None = None  # what the server says it did in the window (measured)
+    server_note: str = ""  # why there is no server breakdown (statistics refused, say)
+    snapshots: tuple = field(default=(), repr=False)  # statistics at the window's start and end
+
+    @property
+    def mean_latency_ms(self) -> float | None:
+        return float(np.mean(self.latencies_ms)) if self.latencies_ms else None
+
+    def littles_law(self) -> dict | None:
+        """Little's law, L = λW. Closed loop: C requests always in flight predict a mean latency of C / throughput;
+        open loop: the offered rate times the mean latency is how many were in flight on average."""
+        mean = self.mean_latency_ms
+        if not self.throughput_rps or mean is None:
+            return None
+        if self.request_rate is None:
+            predicted = self.concurrency / self.throughput_rps * 1000
+            return {"in_flight": self.concurrency, "predicted_latency_ms": predicted,
+                    "measured_mean_latency_ms": mean, "gap": mean / predicted - 1}
+        return {"arrival_rate_rps": self.throughput_rps, "measured_mean_latency_ms": mean,
+                "mean_in_flight": self.throughput_rps * mean / 1000}
+
+    def analysis(self) -> dict:
+        """The why-layer fields of ``bench --json``: the server's breakdown and Little's law."""
+        out: dict = {"server": self.server.to_json() if self.server else None,
+                     "littles_law": self.littles_law(),
+                     "mean_latency_ms": self.mean_latency_ms}
+        if self.server_note:
+            out["server_note"] = self.server_note
+        if self.request_rate is not None:
+            out.update(request_rate=self.request_rate, distribution=self.distribution, late=self.late)
+        return out
 
     def to_dict(self) -> dict:
         """The ``bench --json`` contract: exactly these keys."""
@@ -168,8 +206,18 @@ def run_bench(
     stop: threading.Event | None = None,
     progress: Callable[[BenchProgress], None] | None = None,
     progress_every_s: float = 0.25,
+    request_rate: float | None = None,
+    distribution: str = "constant",
+    server_side: bool = True,
+    seed: int = 0,
 ) -> BenchResult:
     """Load ``model`` with ``concurrency`` closed-loop workers for ``duration_s`` (after ``warmup_s``).
+
+    With ``request_rate`` the load is open loop, as perf_analyzer's ``--request-rate-range``: requests are
+    scheduled at that rate (``distribution`` constant or poisson, perf_analyzer's ``--request-distribution``)
+    and sent by up to ``concurrency`` workers; a request whose worker was still busy is sent late (counted in
+    ``late``). With ``server_side`` the statistics API is read at the window's start and end, and
+    ``result.server`` holds the server's own per-request breakdown (per composing model for an ensemble).
 
     Ends at the first of: duration over, ``max_requests`` sent (warm-up included), ``stop`` set, or
     the hard limit ``warmup_s + duration_s + grace_s`` (measured from the call) reached. Returns by
@@ -177,6 +225,10 @@ def run_bench(
     :func:`count_wire_bytes`'s untimed pass (each of its calls waits at most ``grace_s``), skipped when
     the run was stopped or got no answer."""
     check_protocol(protocol)
+    if request_rate is not None and not 0 < request_rate <= MAX_REQUEST_RATE:
+        raise ValueError(f"request rate must be in (0, {MAX_REQUEST_RATE:g}] requests/s")
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}")
     if not 0 < duration_s <= MAX_DURATION_S:
@@ -189,7 +241,8 @@ def run_bench(
     stop = stop or threading.Event()
     halt = threading.Event()  # ours: set when the run ends, for any reason
     result = BenchResult(protocol, model, concurrency, 0, 0, 0.0, percentiles([]), 0, 0, None, None,
-                         compression=compression)
+                         compression=compression, request_rate=request_rate,
+                         distribution=distribution if request_rate is not None else None)
 
     if inputs is None:  # metadata calls are bounded by the same hard limit
         try:
@@ -206,18 +259,30 @@ def run_bench(
     warm_end = time.perf_counter() + warmup_s
     measure_end = warm_end + duration_s
 
-    def take_ticket() -> bool:
+    schedule = _Schedule(request_rate, distribution, time.perf_counter(), seed) if request_rate else None
+
+    def take_ticket() -> float | None:
+        """The time to send the next request at (now, in a closed loop), or None when the cap is reached."""
         with lock:
             if tickets[0] <= 0:
-                return False
+                return None
             tickets[0] -= 1
-            return True
+            return schedule.next() if schedule else 0.0
 
     def worker() -> None:
         caller = Caller(endpoint, protocol, model, inputs, output_names=output_names, compression=compression,
                         timeout_s=timeout_s)
         try:
-            while not halt.is_set() and take_ticket():
+            while not halt.is_set():
+                at = take_ticket()
+                if at is None:
+                    break
+                wait = at - time.perf_counter()
+                if wait > 0 and halt.wait(wait):
+                    break
+                if schedule and wait < -LATE_S:
+                    with lock:
+                        result.late += 1
                 left = hard_deadline - time.perf_counter()
                 if left <= 0.05:
                     break
@@ -233,6 +298,7 @@ def run_bench(
         finally:
             caller.close()
 
+    stats = _StatsWindow(endpoint, model) if server_side else None
     threads = [threading.Thread(target=worker, name=f"bench-{i}", daemon=True) for i in range(concurrency)]
     try:
         for th in threads:
@@ -241,6 +307,8 @@ def run_bench(
         reason = "duration"
         while True:
             now = time.perf_counter()
+            if stats is not None and now >= warm_end:
+                stats.start()
             if stop.is_set():
                 reason = "stopped"
                 break
@@ -257,6 +325,8 @@ def run_bench(
                 progress(_progress(records, warm_end, now, duration_s))
             time.sleep(min(0.02, max(0.0, measure_end - now)))
         window_end = time.perf_counter()
+        if stats is not None:
+            stats.end()
     finally:
         halt.set()  # also on KeyboardInterrupt, or when progress() raises (Streamlit's rerun)
         for th in threads:
@@ -288,6 +358,8 @@ def run_bench(
     if result.abandoned:
         seen.append(f"{result.abandoned} call(s) got no answer before the hard limit and were abandoned")
     result.error_messages = seen[:5]
+    if stats is not None:
+        result.server, result.server_note, result.snapshots = stats.breakdown()
     if progress is not None:
         progress(_progress(records, warm_end, window_end, duration_s))
     answered_ok = sum(1 for r in answered if r.ok)
@@ -303,11 +375,64 @@ def run_bench(
     return result
 
 
+class _Schedule:
+    """Open-loop send times: every 1/rate s (constant), or exponential gaps (poisson), seeded."""
+
+    def __init__(self, rate: float, distribution: str, t0: float, seed: int) -> None:
+        self.gap = 1.0 / rate
+        self.poisson = distribution == "poisson"
+        self.rng = np.random.default_rng(seed)
+        self.t = t0
+
+    def next(self) -> float:
+        at = self.t
+        self.t += self.rng.exponential(self.gap) if self.poisson else self.gap
+        return at
+
+
+class _StatsWindow:
+    """Statistics snapshots at the measuring window's start and end (from the run's own thread)."""
+
+    def __init__(self, endpoint: Endpoint, model: str) -> None:
+        self.endpoint, self.model = endpoint, model
+        self.before: server_stats.Snapshot | None = None
+        self.after: server_stats.Snapshot | None = None
+        self.note = ""
+        self.started = False
+        try:
+            self.composing = server_stats.composing_models(endpoint, model)
+        except kserve.KServeError:
+            self.composing = []
+
+    def _take(self) -> server_stats.Snapshot | None:
+        try:
+            return server_stats.snapshot(self.endpoint, timeout=2.0)
+        except (kserve.KServeError, ValueError) as exc:
+            self.note = f"the statistics API did not answer: {exc}"
+            return None
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.before = self._take()
+
+    def end(self) -> None:
+        if self.started and self.before is not None:
+            self.after = self._take()
+
+    def breakdown(self):
+        if self.before is None or self.after is None:
+            return None, self.note or "the run ended before its measuring window opened", ()
+        bd = server_stats.breakdown(self.before, self.after, self.model, self.composing)
+        return bd, "", (self.before, self.after)
+
+
 def count_wire_bytes(endpoint: Endpoint, model: str, protocol: str, inputs: dict[str, np.ndarray],
                      compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                      calls: int = WIRE_PASS_CALLS) -> WireCount:
     """Bytes per request on the wire, from ``1 + calls`` untimed calls on one connection through a
-    :class:`~triton_kitchen.protocols.CountingProxy`; raises ProtocolError when a call fails."""
+    :class:`~triton_kitchen.protocols.CountingProxy` (asking for all of the model's outputs, as the lab's runs
+    do); raises ProtocolError when a call fails."""
     m = measure_protocol(endpoint, protocol, model, inputs, calls, compression, timeout_s)
     return WireCount(m.calls, m.request_bytes, m.response_bytes, m.wire_sent_per_call, m.wire_received_per_call,
                      m.wire_first_call_sent, m.wire_first_call_received)
