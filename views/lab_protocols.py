@@ -9,8 +9,7 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import bench, protocols
-from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen import bench, catalog, protocols
 from ui import state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
@@ -32,9 +31,8 @@ def _error(exc: Exception) -> None:
 
 @st.cache_data(show_spinner=False)
 def _repo_models() -> list[str]:
-    names = sorted(p.name for p in DEFAULT_REPOSITORY.iterdir() if (p / "config.pbtxt").is_file())
-    first = [m for m in ("ensemble_pipeline", "image_classifier") if m in names]
-    return first + [n for n in names if n not in first and n != protocols.STREAM_MODEL]
+    return catalog.model_names(first=(catalog.ENSEMBLE_PIPELINE, catalog.IMAGE_CLASSIFIER),
+                               leave_out=(catalog.STREAMER,))
 
 
 ep = state.endpoint()

@@ -14,9 +14,9 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
+from triton_kitchen.catalog import STREAMER as STREAM_MODEL
 from triton_kitchen.endpoint import Endpoint, split_host_port
 
-STREAM_MODEL = "streamer"
 DEFAULT_DELAY_MS = 30  # the streamer's pause between tokens
 DEFAULT_STREAM_TIMEOUT_S = 30.0
 GRPC_STREAM, HTTP_SSE = "grpc-stream", "http-sse"
