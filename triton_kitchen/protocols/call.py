@@ -6,7 +6,8 @@ gevent) or a gRPC stub, so the bytes it counts are the bytes sent.
 Private tritonclient APIs, and why: the public ``InferenceServerClient.infer`` builds the request anew on
 every call and hides the protobufs. The gRPC path calls ``_utils._get_inference_request`` (the request
 ``infer`` would send, built once and sent again, as perf_analyzer does) and the stub's ``ModelInfer``
-(the response protobuf, whose size we report). ``requirements.txt`` pins tritonclient, so these names
+(the response protobuf, whose size we report), with the client's own ``_get_metadata`` and
+``_grpc_compression_type`` so headers and compression are what ``infer`` sends. ``requirements.txt`` pins tritonclient, so these names
 cannot move under us; ``tests/test_protocols.py`` checks the three protocols give the same result.
 """
 
