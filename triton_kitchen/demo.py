@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.samples import LABELS_FILE, SAMPLE_PHOTOS, image_tensor, imagenet_labels, sample_jpeg  # noqa: F401
+
+# the sample photos and labels moved to samples.py; the old names stay importable from here
+from triton_kitchen.samples import (  # noqa: F401
+    LABELS_FILE,
+    SAMPLE_PHOTOS,
+    image_tensor,
+    imagenet_labels,
+    sample_jpeg,
+)
 
 # Streaming moved to triton_kitchen.protocols.streaming; these old names are imported from there on first
 # use, so chapter 7's page does not load the protocol clients it never calls.

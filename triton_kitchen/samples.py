@@ -1,4 +1,5 @@
-"""Sample inputs: scikit-image's offline photos as JPEG bytes, the classifier's input tensor, ImageNet labels."""
+"""Sample inputs: scikit-image's offline photos as JPEG bytes, the classifier's input tensor, ImageNet
+labels (from :mod:`triton_kitchen.postprocessing`, which the models' Python stubs import too)."""
 
 from __future__ import annotations
 

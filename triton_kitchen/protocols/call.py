@@ -7,8 +7,9 @@ Private tritonclient APIs, and why: the public ``InferenceServerClient.infer`` b
 every call and hides the protobufs. The gRPC path calls ``_utils._get_inference_request`` (the request
 ``infer`` would send, built once and sent again, as perf_analyzer does) and the stub's ``ModelInfer``
 (the response protobuf, whose size we report), with the client's own ``_get_metadata`` and
-``_grpc_compression_type`` so headers and compression are what ``infer`` sends. ``requirements.txt`` pins tritonclient, so these names
-cannot move under us; ``tests/test_protocols.py`` checks the three protocols give the same result.
+``_grpc_compression_type`` so headers and compression are what ``infer`` sends. ``requirements.txt``
+pins tritonclient, so these names cannot move under us; ``tests/test_protocols.py`` checks that the
+three protocols give the same result.
 """
 
 from __future__ import annotations

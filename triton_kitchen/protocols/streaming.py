@@ -71,7 +71,8 @@ def _token_text(value) -> str:
 
 def stream_grpc(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
                 timeout_s: float = DEFAULT_STREAM_TIMEOUT_S, model: str = STREAM_MODEL) -> StreamRun:
-    """Stream ``text`` through the decoupled model over gRPC ``ModelStreamInfer`` (one request, many responses)."""
+    """Stream ``text`` through the decoupled model over gRPC ``ModelStreamInfer`` (one request, many
+    responses)."""
     run = StreamRun(GRPC_STREAM)
     events: queue.Queue = queue.Queue()
     client = grpcclient.InferenceServerClient(endpoint.grpc_url)
