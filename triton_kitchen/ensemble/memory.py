@@ -1,4 +1,4 @@
-"""Memory Triton holds for an ensemble's tensors, computed from the configs (not measured)."""
+"""The memory estimate: bytes an ensemble's tensors hold per request and with many requests in flight."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from triton_kitchen.tensors import tensor_bytes
 
 if TYPE_CHECKING:
     from triton_kitchen.ensemble.dag import Dag
+
 
 @dataclass
 class MemoryEstimate:

@@ -361,9 +361,6 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
                 ok = False
             else:
                 written[tensor] = i
-        if len(set(step.output_map.values())) < len(step.output_map):
-            # two outputs of one step mapped to one tensor (reported above for the second key)
-            pass
     if not ok:
         return False
     return _check_data_flow(e, c, repo)
