@@ -145,6 +145,7 @@ def test_parent_killed_takes_server_down(tiny_repo, tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+        parent.stdout.close()
 
 
 def test_taken_port_is_replaced_and_reported(tiny_repo):
@@ -221,6 +222,7 @@ def test_serve_cli_ctrl_c_stops_everything(tiny_repo):
     finally:
         if proc.poll() is None:
             proc.kill()
+        proc.stdout.close()
 
 
 def test_killed_server_is_noticed_within_two_seconds_and_restarted(tiny_repo):

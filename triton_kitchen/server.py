@@ -304,7 +304,7 @@ class EmbeddedServer:
         with self._lock:
             if not self.died:
                 return False
-            self._proc = None
+            self._stop_process()  # gone already: this closes our end of its stdin
             self.restarts += 1
             self.start(timeout)
             return True
@@ -342,7 +342,7 @@ class EmbeddedServer:
         while time.monotonic() < deadline:
             rc = self._proc.poll()
             if rc is not None:
-                self._proc = None
+                self._stop_process()
                 # the supervisor exits with tritonserver's status; a signal shows as negative or 128+N
                 raise self._failure("tritonserver exited during start-up:", aborted=rc < 0 or rc > 128)
             if probe_kserve(self.http_url, timeout=0.5):
@@ -370,7 +370,7 @@ class EmbeddedServer:
             self._started_once = False
         if proc is None:
             return
-        if proc.poll() is None and proc.stdin:
+        if proc.stdin:
             try:
                 proc.stdin.close()  # the supervisor sees EOF and stops the process group
             except OSError:
