@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 from pathlib import Path
 
@@ -12,21 +11,6 @@ import pytest
 from PIL import Image
 
 from triton_kitchen.server import EmbeddedServer
-
-
-def pytest_sessionfinish(session, exitstatus):
-    """Close stray gRPC clients while grpc still works (else their __del__ prints a traceback at exit)."""
-    import tritonclient.grpc as grpcclient
-
-    gc.collect()
-    for obj in gc.get_objects():
-        if isinstance(obj, grpcclient.InferenceServerClient):
-            try:
-                obj.close()
-            except Exception:  # already closed or broken: nothing left to release
-                pass
-            # its __del__ closes again at interpreter exit, when grpc's module globals are gone
-            obj.close = lambda: None
 
 
 @pytest.fixture(scope="session")

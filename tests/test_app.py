@@ -345,11 +345,10 @@ def test_embedded_default_path(server, monkeypatch):
     """No remote configured: the app uses its embedded server (here: the session's, already started)."""
     monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
     monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
-    from ui import state
+    from ui import server as ui_server
 
-    holder = state._holder()
-    saved = holder.server, holder.error
-    holder.server, holder.error = server, None
+    supervisor = ui_server.supervisor()
+    saved = supervisor.adopt(server)
     try:
         at = AppTest.from_file(APP, default_timeout=TIMEOUT)
         at.query_params["lang"] = "en"
@@ -358,7 +357,7 @@ def test_embedded_default_path(server, monkeypatch):
         assert any("13/13" in s.value or "models ready" in s.value for s in at.sidebar.success)
         assert any(server.http_url in c.value for c in at.sidebar.caption)
     finally:
-        holder.server, holder.error = saved
+        supervisor.restore(saved)
 
 
 def test_dead_remote_server_is_a_message(server, monkeypatch):
@@ -374,3 +373,98 @@ def test_dead_remote_server_is_a_message(server, monkeypatch):
     at.button(key="ch7_run").click().run()
     assert not at.exception
     assert at.error
+
+
+def test_one_way_from_an_error_to_its_message():
+    """ui.errors.message_for: a KitchenError by its code, source-specific words first, legacy kinds, the
+    generic message last; today's texts of the flow and batching labs kept."""
+    from triton_kitchen.batching import BatchingError
+    from triton_kitchen.errors import KitchenError
+    from triton_kitchen.flow import FlowError
+    from triton_kitchen.kserve import KServeError
+    from triton_kitchen.protocols import ProtocolError
+    from ui.errors import message_for
+
+    flow = message_for(FlowError("bad_config", "line 1"), "en")
+    assert flow.text == "This config cannot be read (protobuf text format)." and not flow.warning
+    limit = message_for(BatchingError("refused", "no_control_api"), "zh")
+    assert limit.key == "error.batching_no_control_api" and limit.warning
+    assert message_for(FlowError("no_control_api", "x"), "en").key == "error.flow_no_control_api"
+    assert message_for(FlowError("not_ensemble", "x"), "en").key == "error.not_ensemble"
+    assert message_for(BatchingError("bad", "bad_settings"), "en").key == "error.bad_settings"
+    legacy = ProtocolError("refused", "connection")
+    legacy.code = None  # a ProtocolError that has only its legacy kind
+    assert message_for(legacy, "en").key == "error.server_unreachable"
+    assert message_for(legacy, "en", remote=True).key == "error.server_unreachable_remote"
+    assert message_for(KServeError("http", "HTTP 400"), "en").key == "error.server_error"
+    assert message_for(KitchenError("no_such_code", "?"), "en").generic
+    assert message_for(ValueError("bug"), "en").generic
+    assert message_for("model_not_ready", "zh").text == lessons.t("error.model_not_ready", "zh")
+
+
+def _error_page():
+    from ui.errors import show_error
+
+    try:
+        raise ValueError("a bug, not a student's mistake")
+    except ValueError as exc:
+        show_error(exc, "en")
+
+
+def test_an_unexpected_error_is_logged_with_its_traceback_not_shown(caplog):
+    at = AppTest.from_function(_error_page, default_timeout=TIMEOUT)
+    with caplog.at_level("WARNING", logger="ui.errors"):
+        at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [lessons.t("error.unexpected", "en")]
+    assert "Traceback" not in " ".join(c.value for c in at.code)
+    records = [r for r in caplog.records if r.name == "ui.errors"]
+    assert records and records[0].exc_info and "a bug" in str(records[0].exc_info[1])
+
+
+def _budget_page():
+    import streamlit as st
+
+    from triton_kitchen.fairness import LAB_BUDGET
+    from ui import state
+
+    st.session_state["free"] = state.lab_run(1, lambda: 42)
+    with LAB_BUDGET.hold(LAB_BUDGET.total):
+        st.session_state["taken"] = state.lab_run(1, lambda: 43)
+
+
+def test_lab_run_returns_the_result_or_busy():
+    from ui.server import BUSY
+
+    at = AppTest.from_function(_budget_page, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert at.session_state["free"] == 42 and at.session_state["taken"] is BUSY
+    assert len(at.warning) == 1
+
+
+def test_status_is_measured_once_per_run(remote, monkeypatch):
+    """The sidebar and the page share one status per script run (no hand-off through session state), and
+    the next run measures again."""
+    from ui import server as ui_server
+
+    calls = []
+    real = ui_server.server_status
+    monkeypatch.setattr(ui_server, "server_status", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = open_page("views/ch1_inference_server.py", "en")  # the sidebar and the page both read the status
+    assert len(calls) == 1
+    at.run()
+    assert len(calls) == 2
+    assert "tk_status" not in at.session_state
+
+
+def test_page_table_is_the_apps():
+    """ui/pages.py is the one page table: every script exists, URLs are unique and unchanged."""
+    from ui import pages
+
+    assert [p.url for p in pages.PAGES] == [
+        "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "lab-protocols", "lab-batching", "lab-flow",
+    ]
+    assert all((ROOT / p.path).is_file() for p in pages.PAGES)
+    assert [p.path for p in pages.CHAPTERS] == CHAPTER_PAGES
+    assert "views/" not in (ROOT / "app.py").read_text()  # app.py builds its navigation from the table

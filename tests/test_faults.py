@@ -97,7 +97,7 @@ def test_live_trace_works_right_after_a_restart(small, sample_jpegs):
     import numpy as np
 
     from triton_kitchen import trace
-    from triton_kitchen.clients import client_for, http_client
+    from triton_kitchen.clients import client_for
     from triton_kitchen.imaging import preprocess_bytes
 
     pixels = preprocess_bytes(sample_jpegs["coffee"])[None]
@@ -107,9 +107,7 @@ def test_live_trace_works_right_after_a_restart(small, sample_jpegs):
         client, lib = client_for("grpc", ep)
         tensor = lib.InferInput("input", list(pixels.shape), "FP32")
         tensor.set_data_from_numpy(np.ascontiguousarray(pixels, dtype=np.float32))
-        _, tl = trace.capture(
-            http_client(ep), "classifier", lambda: client.infer("classifier", [tensor]), ep.headers
-        )
+        _, tl = trace.capture(ep, "classifier", lambda: client.infer("classifier", [tensor]))
         return tl
 
     for _ in range(3):  # trace files .0 .1 .2 exist before the crash
@@ -238,12 +236,11 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
     """The classifier unloaded: the sidebar counts it as not ready; a request gets 'model not ready'."""
     from tritonclient.utils import InferenceServerException
 
+    from triton_kitchen import clients, kserve
     from triton_kitchen.classify import error_code
-    from triton_kitchen.clients import http_client
 
     small.ensure_running(60)
-    client = http_client(small.endpoint)
-    client.unload_model("classifier", headers=small.repo_key)
+    kserve.unload_model(small.endpoint, "classifier")
     try:
         at = AppTest.from_file(APP, default_timeout=TIMEOUT)
         at.query_params["lang"] = "zh"
@@ -257,12 +254,12 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
 
         inp = httpclient.InferInput("input", list(arrays["input"].shape), "FP32")
         inp.set_data_from_numpy(arrays["input"])
-        with pytest.raises(InferenceServerException) as info:
+        with clients.http(small.endpoint) as client, pytest.raises(InferenceServerException) as info:
             client.infer("classifier", [inp])
         assert error_code(info.value) == "model_not_ready"
         assert lessons.t("error.model_not_ready", "zh") != "error.model_not_ready"
     finally:
-        client.load_model("classifier", headers=small.repo_key)
+        kserve.load_model(small.endpoint, "classifier")
 
 
 def test_lab_budget_is_shared_and_says_busy():

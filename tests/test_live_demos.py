@@ -132,6 +132,6 @@ def test_a_server_without_control_api_is_named_as_such(server):
         flow.send_config(remote, text)
     assert ferr.value.code == "no_control_api", ferr.value.detail
     for lang in ("zh", "en"):
-        assert lessons.t("lab_batching.error_no_control_api", lang) != "lab_batching.error_no_control_api"
-        assert lessons.t("lab_flow.no_control_api", lang) != "lab_flow.no_control_api"
+        assert lessons.t("error.batching_no_control_api", lang) != "error.batching_no_control_api"
+        assert lessons.t("error.flow_no_control_api", lang) != "error.flow_no_control_api"
     assert not repo.control_api_refused("in ensemble E, input X in model M is not mapped")

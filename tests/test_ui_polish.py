@@ -45,13 +45,12 @@ def embedded(server, monkeypatch):
     """The app's embedded server is the session's (already started)."""
     monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
     monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
-    from ui import state
+    from ui import server as ui_server
 
-    holder = state._holder()
-    saved = holder.server, holder.error
-    holder.server, holder.error = server, None
+    supervisor = ui_server.supervisor()
+    saved = supervisor.adopt(server)
     yield server
-    holder.server, holder.error = saved
+    supervisor.restore(saved)
 
 
 def page(path: str | None, lang: str = "zh", state: dict | None = None) -> AppTest:
@@ -265,9 +264,9 @@ def test_pages_stay_fast_while_the_remote_hangs(monkeypatch):
         at.run()
         first = time.perf_counter() - t0
         assert not at.exception
-        from ui import state
+        from ui import server as ui_server
 
-        time.sleep(state.DEAD_PROBE_TTL_S + 0.5)  # the "no" is old now: it is asked again, in the background
+        time.sleep(ui_server.DEAD_PROBE_TTL_S + 0.5)  # the "no" is old now: it is asked again, in the background
         for _ in range(2):
             t0 = time.perf_counter()
             at.run()

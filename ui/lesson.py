@@ -8,18 +8,19 @@ from collections.abc import Callable
 import streamlit as st
 
 from triton_kitchen import lessons
-from ui import state
-from ui.state import t
+from ui import errors, i18n
+from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
 
 
-def _run_live(name: str, fn: Callable[[], None]) -> None:
-    """Run one live element; any failure becomes a translated message, never a traceback."""
+def _run_live(chapter: int, name: str, fn: Callable[[], None]) -> None:
+    """Run one live element; any failure becomes a translated message, never a traceback (that goes to the
+    log, by ``errors.show_error``, for an error the app did not expect)."""
     try:
         fn()
     except Exception as exc:  # noqa: BLE001 - the page must keep working (st.rerun/st.stop are BaseException)
-        state.show_error(exc)
+        errors.show_error(exc, context=f"chapter {chapter}, live element {name!r}")
 
 
 def render_lesson(
@@ -28,20 +29,20 @@ def render_lesson(
     """Title and summary, each lesson section followed by its live element (keyed by section), quiz last."""
     live = dict(live or {})
     try:
-        lesson = lessons.load_lesson(chapter, state.lang())
+        lesson = lessons.load_lesson(chapter, i18n.lang())
     except lessons.LessonError as exc:
-        state.show_error("lesson_missing", str(exc))
+        errors.show_error("lesson_missing", detail=str(exc), context=f"chapter {chapter}")
         return
     st.title(lesson.title)
     st.caption(lesson.summary)
     if intro is not None:
-        _run_live("intro", intro)
+        _run_live(chapter, "intro", intro)
     for key, text in lesson.sections.items():
         st.markdown(text)
         if key in live:
-            _run_live(key, live.pop(key))
+            _run_live(chapter, key, live.pop(key))
     for key, fn in live.items():  # sections this language's text does not have: still show the element
-        _run_live(key, fn)
+        _run_live(chapter, key, fn)
     st.divider()
     render_quiz(chapter)
 
@@ -108,7 +109,7 @@ def render_quiz(chapter: int) -> None:
     locks the question; feedback and explanation appear only after checking."""
     st.header(t("quiz.title"))
     try:
-        questions = lessons.load_quiz(chapter, state.lang())
+        questions = lessons.load_quiz(chapter, i18n.lang())
     except lessons.LessonError:
         questions = []
     if not questions:

@@ -1,4 +1,9 @@
-"""The sidebar every page shares: language, server (embedded or remote), status, restart, log tail."""
+"""The sidebar every page shares: language, the server's state and log; for the teacher, the server's controls.
+
+The server is one for the whole class, so its controls (restart, a remote server instead of the embedded
+one) are shown only to the teacher (``ui.i18n.is_teacher``); auto-restart is an app-wide setting
+(``ui.server.auto_restart``). Every student sees whether the server is up, its models and its log.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,10 @@ import time
 
 import streamlit as st
 
-from triton_kitchen.repository import ServerStatus, server_status
+from triton_kitchen.repository import ServerStatus
 from triton_kitchen.server import DEFAULT_PORTS
-from ui import state
-from ui.state import t
+from ui import i18n, server
+from ui.i18n import t
 
 LANG_LABELS = {"zh": "中文", "en": "English"}
 POLL_S = 1.0  # the status poller: a dead server is reported within 2 s
@@ -45,7 +50,7 @@ def moved_ports(server) -> dict[str, tuple[int, int]]:
 
 
 def _language_switch() -> None:
-    current = state.lang()
+    current = i18n.lang()
     choice = st.segmented_control(
         t("sidebar.language"),
         options=list(LANG_LABELS),
@@ -54,12 +59,13 @@ def _language_switch() -> None:
         key="tk_lang_switch",
     )
     if choice and choice != current:
-        state.set_lang(choice)
+        i18n.set_lang(choice)
         st.rerun()
 
 
 def _server_choice() -> None:
-    mode = state.server_mode()
+    """The teacher's choice of server for this session: the embedded one, or a remote URL."""
+    mode = server.server_mode()
     options = ["embedded", "remote"]
     picked = st.radio(
         t("sidebar.server_mode"),
@@ -70,25 +76,25 @@ def _server_choice() -> None:
         key="tk_mode_radio",
     )
     if picked == "remote":
-        http_url, grpc_url = state.remote_urls()
+        http_url, grpc_url = server.remote_urls()
         with st.form("tk_remote_form", border=False):
             new_http = st.text_input(t("sidebar.http_url"), value=http_url, help=t("sidebar.url_help"))
             new_grpc = st.text_input(t("sidebar.grpc_url"), value=grpc_url)
             if st.form_submit_button(t("sidebar.connect")):
-                state.use_remote(new_http, new_grpc)
+                server.use_remote(new_http, new_grpc)
                 st.rerun()
         if mode != "remote":
-            state.use_remote(http_url, grpc_url)
+            server.use_remote(http_url, grpc_url)
             st.rerun()
     elif mode != "embedded":
-        state.use_embedded()
+        server.use_embedded()
         st.rerun()
 
 
 def _status(status: ServerStatus | None) -> None:
     if status is None:
-        if state.server_mode() == "embedded" and state.embedded_state() == "failed":
-            err = state.embedded_error()
+        if server.server_mode() == "embedded" and server.embedded_state() == "failed":
+            err = server.embedded_error()
             if err is not None:
                 with st.expander(t("error.details")):
                     st.code(str(err)[-3000:], language=None, wrap_lines=True)
@@ -121,13 +127,13 @@ def _status(status: ServerStatus | None) -> None:
 
 def _signature() -> tuple:
     """What the server looks like now, cheaply: a process check (embedded) or a ≤1 s probe (remote)."""
-    if state.server_mode() == "remote":
-        http_url, _ = state.remote_urls()
-        return ("remote", http_url, state.probe(http_url))
-    current = state.embedded_state()
-    server = state._holder().server
-    if current == "up" and server is not None:
-        return ("embedded", current, server.restarts, server.http_url)
+    if server.server_mode() == "remote":
+        http_url, _ = server.remote_urls()
+        return ("remote", http_url, server.probe(http_url))
+    current = server.embedded_state()
+    embedded = server.supervisor().server
+    if current == "up" and embedded is not None:
+        return ("embedded", current, embedded.restarts, embedded.http_url)
     return ("embedded", current)
 
 
@@ -147,21 +153,21 @@ def _watch() -> None:
         st.rerun()  # the whole app: the page redraws with the new state
     if sig[0] == "remote":
         return  # the full status below is measured once per run
-    holder = state._holder()
-    since = int(time.time() - holder.died_at) if holder.died_at else 0
+    died_at = server.supervisor().died_at
+    since = int(time.time() - died_at) if died_at else 0
     if sig[1] == "starting":
         st.info(t("server.starting"), icon="⏳")
     elif sig[1] == "restarting":
         st.warning(t("sidebar.restarting_auto", s=since), icon="🔄")
     elif sig[1] == "stopped":
         st.error(t("sidebar.stopped", s=since), icon="🔴")
-        st.caption(t("sidebar.stopped_help"))
+        st.caption(t("sidebar.stopped_help" if i18n.is_teacher() else "sidebar.stopped_help_student"))
     elif sig[1] == "failed":
         st.error(t("sidebar.status_down"), icon="🔴")
 
 
-def _previous_log(server) -> str:
-    path = server.log_file.with_suffix(".log.previous")
+def _previous_log(embedded) -> str:
+    path = embedded.log_file.with_suffix(".log.previous")
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-40:])
     except OSError:
@@ -169,52 +175,57 @@ def _previous_log(server) -> str:
 
 
 def current_status() -> ServerStatus | None:
-    """The current server's status, measured once per script run (pages read ``tk_status``)."""
-    ep = state._raw_endpoint()
-    if ep is None:
-        status = None
-    elif not ep.embedded and not state.probe(ep.http_url):
-        status = ServerStatus(up=False, url=ep.http_url, error="no answer within 1 s")
-    else:
-        status = server_status(ep, timeout=state.PROBE_TIMEOUT_S)
-    st.session_state["tk_status"] = status
-    return status
+    """The current server's status, measured once per script run (``ui.server.status``)."""
+    return server.status()
+
+
+def _teacher_controls() -> None:
+    """The shared server's controls, for the teacher only: restart, and whether it restarts by itself."""
+    sup = server.supervisor()
+    if st.button(t("sidebar.restart"), icon="🔄", width="stretch", disabled=sup.restarting, key="tk_restart"):
+        server.restart_embedded()
+        st.rerun()
+    st.caption(t("sidebar.auto_restart_on" if server.auto_restart() else "sidebar.auto_restart_off"))
+
+
+def _embedded_details(embedded) -> None:
+    """Where the embedded server listens (a warning when it had to move), and its log (lazy)."""
+    if embedded.running:
+        moved = moved_ports(embedded)
+        if moved:  # not a grey caption: the lessons' localhost:8000 now reaches something else
+            st.warning(t("sidebar.ports_moved", wanted=", ".join(str(w) for w, _ in moved.values()),
+                         http=embedded.http_url, grpc=embedded.grpc_url), icon="⚠️")
+        else:
+            st.caption(t("sidebar.embedded_at", http=embedded.http_url, grpc=embedded.grpc_url))
+    log = st.expander(t("sidebar.log"), key="tk_log_open", on_change="rerun")
+    if log.open:  # lazy, like the models table: read and drawn only when asked for
+        hide = log.toggle(t("sidebar.log_hide_gpu"), value=True, key="tk_log_hide_gpu")
+        text, harmless = split_log(embedded.log_tail(400), hide)
+        log.code(text or "—", language=None, wrap_lines=True)
+        if harmless:
+            log.caption(t("sidebar.log_gpu_hidden" if hide else "sidebar.log_gpu_shown", n=harmless))
+        previous = _previous_log(embedded)
+        if previous:
+            log.caption(t("sidebar.log_previous"))
+            log.code(split_log(previous, hide)[0], language=None, wrap_lines=True)
 
 
 def render_sidebar() -> ServerStatus | None:
-    """Draw the sidebar; returns the server status it measured (None when the embedded server is down)."""
+    """Draw the sidebar; returns the server status of this run (None when the embedded server is down)."""
+    teacher = i18n.is_teacher()
     with st.sidebar:
         _language_switch()
         st.subheader(t("sidebar.server"))
-        _server_choice()
+        if teacher:
+            _server_choice()
         status = current_status()
         st.session_state["tk_shown"] = _signature()  # what this run draws; the poller reports changes
         _watch()
         _status(status)
-        if state.server_mode() == "embedded":
-            holder = state._holder()
-            server = holder.server
-            st.toggle(t("sidebar.auto_restart"), value=True, key="tk_auto_restart", help=t("sidebar.auto_help"))
-            if st.button(t("sidebar.restart"), icon="🔄", width="stretch", disabled=holder.restarting):
-                state.restart_embedded()
-                st.rerun()
-            if server is not None:
-                if server.running:
-                    moved = moved_ports(server)
-                    if moved:  # not a grey caption: the lessons' localhost:8000 now reaches something else
-                        st.warning(t("sidebar.ports_moved", wanted=", ".join(str(w) for w, _ in moved.values()),
-                                     http=server.http_url, grpc=server.grpc_url), icon="⚠️")
-                    else:
-                        st.caption(t("sidebar.embedded_at", http=server.http_url, grpc=server.grpc_url))
-                log = st.expander(t("sidebar.log"), key="tk_log_open", on_change="rerun")
-                if log.open:  # lazy, like the models table: read and drawn only when asked for
-                    hide = log.toggle(t("sidebar.log_hide_gpu"), value=True, key="tk_log_hide_gpu")
-                    text, harmless = split_log(server.log_tail(400), hide)
-                    log.code(text or "—", language=None, wrap_lines=True)
-                    if harmless:
-                        log.caption(t("sidebar.log_gpu_hidden" if hide else "sidebar.log_gpu_shown", n=harmless))
-                    previous = _previous_log(server)
-                    if previous:
-                        log.caption(t("sidebar.log_previous"))
-                        log.code(split_log(previous, hide)[0], language=None, wrap_lines=True)
+        if server.server_mode() == "embedded":
+            if teacher:
+                _teacher_controls()
+            embedded = server.supervisor().server
+            if embedded is not None:
+                _embedded_details(embedded)
         return status

@@ -13,7 +13,7 @@ from triton_kitchen import requests_view as rv
 from triton_kitchen.classify import ClassifyError
 from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
 from triton_kitchen.experiments import cascade_call
-from ui import state
+from ui import errors, state
 from ui.lesson import render_lesson
 from ui.state import t
 
@@ -147,7 +147,7 @@ def experiments() -> None:
             try:
                 fn()
             except Exception as exc:  # noqa: BLE001 - one failed experiment must not hide the others
-                state.show_error(exc)
+                errors.show_error(exc, context=f"chapter 8, experiment {n}")
 
 
 render_lesson(8, live={"mistakes": experiments})

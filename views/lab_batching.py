@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import batching, bench
-from ui import state, tables
+from ui import errors, state, tables
 from ui.state import t
 
 st.title(t("lab_batching.title"))
@@ -48,17 +48,13 @@ if run:
     stop = threading.Event()
     watch = state.server_watch(stop)  # a dead server ends the run at once
     try:
-        state.lab_run(int(concurrency), lambda: st.session_state.__setitem__(
-            "batch_result", batching.compare_batching(ep, settings, int(concurrency), float(duration), stop=stop,
-                                                      progress=lambda n, p: (watch(), progress(n, p)))))
-    except batching.BatchingError as exc:
-        key = f"lab_batching.error_{exc.code}"
-        # a server that does not let the app reload models is a limit of that server, not a failure
-        (st.warning if exc.code == "no_control_api" else st.error)(t(key))
-        with st.expander(t("error.details")):
-            st.code(str(exc), language=None, wrap_lines=True)
-    except Exception as exc:  # noqa: BLE001 - a dead server must not break the page
-        state.show_error(exc)
+        result = state.lab_run(int(concurrency), lambda: batching.compare_batching(
+            ep, settings, int(concurrency), float(duration), stop=stop,
+            progress=lambda n, p: (watch(), progress(n, p))))
+        if result is not state.BUSY:
+            st.session_state["batch_result"] = result
+    except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
+        errors.show_error(exc)
     state.say_if_stopped_by_death()
 
 

@@ -1,0 +1,86 @@
+"""Language and URL state: the session's language, the selected model, the teacher's gate.
+
+Language and selected model live in the URL (``st.query_params``) so a teacher can share a link to a view;
+they are mirrored in ``st.session_state`` because switching pages clears the query string.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from triton_kitchen import lessons
+
+DEFAULT_MODEL = "image_classifier"
+TEACHER_TOKEN_ENV = "TRITON_KITCHEN_TEACHER_TOKEN"
+_TEACHER_KEY = "tk_teacher"
+
+
+# -- language --------------------------------------------------------------------------------
+def lang() -> str:
+    """The session's language, "zh" (default) or "en", from the ``lang`` query parameter."""
+    raw = st.query_params.get("lang") or st.session_state.get("tk_lang")
+    return lessons.normalize_lang(raw)
+
+
+def set_lang(value: str) -> None:
+    value = lessons.normalize_lang(value)
+    st.session_state["tk_lang"] = value
+    st.query_params["lang"] = value
+
+
+def t(key: str, **kw: Any) -> str:
+    """A UI string in the session's language (a missing key shows as the key itself)."""
+    return lessons.t(key, lang(), **kw)
+
+
+def protocol_label(protocol: str, language: str | None = None) -> str:
+    """How a protocol id ("grpc", "http", "http-json", ...) is written on screen: "gRPC", "HTTP", ..."""
+    label = lessons.t(f"protocol.{protocol}", language or lang())
+    return protocol if label == f"protocol.{protocol}" else label
+
+
+def protocol_labeller() -> Callable[[str], str]:
+    """``protocol_label`` fixed to this run's language: a widget's format_func may be called later, outside
+    the script run (AppTest does), where the session's language is out of reach."""
+    language = lang()
+    return lambda protocol: protocol_label(protocol, language)
+
+
+# -- selected model --------------------------------------------------------------------------
+def selected_model(default: str = DEFAULT_MODEL) -> str:
+    return st.query_params.get("model") or st.session_state.get("tk_model") or default
+
+
+def set_selected_model(name: str) -> None:
+    st.session_state["tk_model"] = name
+    if st.query_params.get("model") != name:
+        st.query_params["model"] = name
+
+
+def sync_query_params() -> None:
+    """Keep ``lang`` and ``model`` in the URL on every page (a page switch drops the query string)."""
+    for param, key in (("lang", "tk_lang"), ("model", "tk_model")):
+        value = st.query_params.get(param)
+        if value:
+            st.session_state[key] = lessons.normalize_lang(value) if param == "lang" else value
+        elif st.session_state.get(key):
+            st.query_params[param] = st.session_state[key]
+
+
+# -- the teacher -----------------------------------------------------------------------------
+def is_teacher() -> bool:
+    """The one gate for the teacher's controls of the shared server (restart, remote settings): the app was
+    started with TRITON_KITCHEN_TEACHER_TOKEN set, and this session's URL carried ``?teacher=<that token>``
+    once (remembered for the session: a page switch drops the query string). Without the variable, nobody is."""
+    token = os.environ.get(TEACHER_TOKEN_ENV, "")
+    if not token:
+        return False
+    given = st.query_params.get("teacher")
+    if given is not None:
+        st.session_state[_TEACHER_KEY] = hmac.compare_digest(given.encode(), token.encode())
+    return bool(st.session_state.get(_TEACHER_KEY))
