@@ -54,25 +54,21 @@ CHROMIUM_ARGS = [
 
 
 def _page_urls() -> dict[str, str]:
-    """views/<file>.py -> the URL path app.py gives it (read from app.py's CHAPTERS and LABS tables)."""
-    import ast
-    from pathlib import Path
+    """views/<file>.py -> its URL path, from the page table (ui/pages.py)."""
+    from ui.pages import PAGES
 
-    tree = ast.parse((Path(__file__).resolve().parents[1] / "app.py").read_text())
-    urls = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("CHAPTERS", "LABS"):
-            for path, url, *_ in ast.literal_eval(node.value):
-                urls[path] = url
-    return urls
+    return {page.path: page.url for page in PAGES}
 
 
 def switch_page(at, page: str):
     """Like AppTest.switch_page, but through app.py's st.navigation (pages are st.Page objects whose
-    hash is their URL path, so the page runs inside the app, sidebar included)."""
+    hash is their URL path, from the page table ui/pages.py, so the page runs inside the app, sidebar
+    included)."""
     from streamlit.util import calc_hash
 
-    at._page_hash = calc_hash(_page_urls()[page])  # AppTest has no public way to pick an st.Page
+    from ui.pages import url_of
+
+    at._page_hash = calc_hash(url_of(page))  # AppTest has no public way to pick an st.Page
     return at
 
 

@@ -60,12 +60,7 @@ if st.button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_
                 run = flow.send(ep, model, image=image, protocol=protocol)
             st.session_state["flow_run"] = run
         except flow.FlowError as exc:
-            message = t(f"lab_flow.{exc.code}")
-            # a server that does not let the app load models is a limit of that server, not a failure
-            show = st.warning if exc.code == "no_control_api" else st.error
-            show(message if not message.startswith("lab_flow.") else exc.code)
-            with st.expander(t("error.details")):
-                st.code(exc.detail, language=None, wrap_lines=True)
+            state.show_error(exc)  # no_control_api is a warning: a limit of that server, not a failure
 
 run = st.session_state.get("flow_run")
 if run is None or (run.dag.name != model and not run.edited):

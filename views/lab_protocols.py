@@ -18,15 +18,13 @@ from ui.state import protocol_label, protocol_labeller, t
 COLORS = {"http-json": "#d62728", "http-binary": "#1f77b4", "grpc": "#2ca02c",
           "grpc-stream": "#2ca02c", "http-sse": "#ff7f0e"}
 WIRE_CALLS = 3  # calls per protocol in the load tab's separate byte-counting pass
-KIND_TO_ERROR = {"timeout": "timeout", "connection": "server_unreachable", "server": "server_error"}
 
 st.title(t("lab_protocols.title"))
 st.caption(t("lab_protocols.intro"))
 
 
 def _error(exc: Exception) -> None:
-    code = KIND_TO_ERROR.get(getattr(exc, "kind", ""), "unexpected")
-    state.show_error(code, str(exc))
+    state.show_error(exc)  # ui.errors maps the error's code (or a ProtocolError's kind) to its message
 
 
 @st.cache_data(show_spinner=False)
