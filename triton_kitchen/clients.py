@@ -89,5 +89,4 @@ def close_all() -> None:
     legacy.clear()
 
 
-close_thread_clients = close_all  # the name ui/state.py calls on a restart
 atexit.register(close_all)
