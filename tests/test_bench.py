@@ -143,10 +143,20 @@ def test_cli_json_contract_for_the_three_protocols(server, capsys):
     for protocol in ("http-json", "http-binary", "grpc"):
         url = server.grpc_url if protocol == "grpc" else f"http://{server.http_url}"
         rc = main(["bench", "--model", "image_classifier", "--protocol", protocol, "--concurrency", "2",
-                   "--duration", "1", "--url", url, "--json"])
+                   "--duration", "1", "--max-windows", "3", "--url", url, "--stats-url", server.http_url,
+                   "--json"])
         out = json.loads(capsys.readouterr().out)
         assert rc == 0, out
-        assert list(out) == list(B.CONTRACT_KEYS)
+        assert list(out)[: len(B.CONTRACT_KEYS)] == list(B.CONTRACT_KEYS)
+        # the why layer: Triton's own split, Little's law, and whether the windows agreed
+        assert set(out) >= {"server", "littles_law", "stable", "windows", "spread_pct"}
+        assert set(out["server"]) >= {"queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms",
+                                      "per_model"}
+        assert set(out["server"]["per_model"]) == {"preprocess", "classifier", "postprocess"}
+        assert set(out["server"]["per_model"]["classifier"]) >= {"queue_ms", "compute_infer_ms", "executions",
+                                                                 "inferences"}
+        assert out["littles_law"]["in_flight"] == 2 and out["littles_law"]["predicted_latency_ms"] > 0
+        assert 3 <= len(out["windows"]) or out["stable"] is False
         assert out["protocol"] == protocol and out["model"] == "image_classifier" and out["concurrency"] == 2
         assert out["requests"] > 0 and out["errors"] == 0 and out["throughput_rps"] > 0
         assert set(out["latency_ms"]) == {"p50", "p90", "p99"}
@@ -156,7 +166,7 @@ def test_cli_json_contract_for_the_three_protocols(server, capsys):
 
 def test_cli_text_says_where_the_bytes_per_request_come_from(server, capsys):
     rc = main(["bench", "--model", "image_classifier", "--protocol", "grpc", "--duration", "0.5",
-               "--url", server.grpc_url])
+               "--max-windows", "3", "--url", server.grpc_url, "--stats-url", server.http_url])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "bytes per request, counted in a separate untimed pass (5 calls" in out

@@ -298,7 +298,7 @@ def run_bench(
         finally:
             caller.close()
 
-    stats = _StatsWindow(endpoint, model) if server_side else None
+    stats = _StatsWindow(endpoint, model, hard_deadline) if server_side else None
     threads = [threading.Thread(target=worker, name=f"bench-{i}", daemon=True) for i in range(concurrency)]
     try:
         for th in threads:
@@ -391,40 +391,48 @@ class _Schedule:
 
 
 class _StatsWindow:
-    """Statistics snapshots at the measuring window's start and end (from the run's own thread)."""
+    """Statistics snapshots at the measuring window's start and end, each taken on a thread of its own so a
+    slow or hanging statistics API can never hold the run past its hard limit."""
 
-    def __init__(self, endpoint: Endpoint, model: str) -> None:
-        self.endpoint, self.model = endpoint, model
-        self.before: server_stats.Snapshot | None = None
-        self.after: server_stats.Snapshot | None = None
+    def __init__(self, endpoint: Endpoint, model: str, deadline: float) -> None:
+        self.endpoint, self.model, self.deadline = endpoint, model, deadline
+        self.snaps: dict[str, server_stats.Snapshot | None] = {}
+        self.composing: list[str] = []
         self.note = ""
-        self.started = False
-        try:
-            self.composing = server_stats.composing_models(endpoint, model)
-        except kserve.KServeError:
-            self.composing = []
+        self.threads: dict[str, threading.Thread] = {}
 
-    def _take(self) -> server_stats.Snapshot | None:
+    def _take(self, which: str) -> None:
+        timeout = max(0.1, min(2.0, self.deadline - time.perf_counter()))
         try:
-            return server_stats.snapshot(self.endpoint, timeout=2.0)
+            if which == "before":
+                self.composing = server_stats.composing_models(self.endpoint, self.model)
+            self.snaps[which] = server_stats.snapshot(self.endpoint, timeout=timeout)
         except (kserve.KServeError, ValueError) as exc:
             self.note = f"the statistics API did not answer: {exc}"
-            return None
+
+    def _spawn(self, which: str) -> None:
+        if which not in self.threads:
+            th = threading.Thread(target=self._take, args=(which,), name=f"bench-stats-{which}", daemon=True)
+            self.threads[which] = th
+            th.start()
 
     def start(self) -> None:
-        if not self.started:
-            self.started = True
-            self.before = self._take()
+        self._spawn("before")
 
     def end(self) -> None:
-        if self.started and self.before is not None:
-            self.after = self._take()
+        if "before" in self.threads:
+            self.threads["before"].join(timeout=max(0.0, self.deadline - time.perf_counter()))
+            if self.snaps.get("before") is not None:
+                self._spawn("after")
 
     def breakdown(self):
-        if self.before is None or self.after is None:
+        for th in self.threads.values():
+            th.join(timeout=max(0.0, self.deadline - time.perf_counter()))
+        before, after = self.snaps.get("before"), self.snaps.get("after")
+        if before is None or after is None:
             return None, self.note or "the run ended before its measuring window opened", ()
-        bd = server_stats.breakdown(self.before, self.after, self.model, self.composing)
-        return bd, "", (self.before, self.after)
+        bd = server_stats.breakdown(before, after, self.model, self.composing)
+        return bd, "", (before, after)
 
 
 def count_wire_bytes(endpoint: Endpoint, model: str, protocol: str, inputs: dict[str, np.ndarray],

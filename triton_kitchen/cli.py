@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from triton_kitchen import kserve
-from triton_kitchen.bench import MAX_CONCURRENCY, MAX_DURATION_S, WireCount, run_bench
+from triton_kitchen.bench import DISTRIBUTIONS, MAX_CONCURRENCY, MAX_DURATION_S, MAX_REQUEST_RATE, WireCount
+from triton_kitchen.cli_simulate import add_simulate_parser
 from triton_kitchen.config import ConfigError, load_repository
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port
 from triton_kitchen.ensemble import (
@@ -33,6 +34,7 @@ from triton_kitchen.ensemble import (
 from triton_kitchen.perf_analyzer import PerfAnalyzerError, cross_check
 from triton_kitchen.protocols import DEFAULT_TIMEOUT_S, PROTOCOLS
 from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
+from triton_kitchen.stability import MAX_WINDOWS, run_stable
 
 AddParser = Callable[[argparse._SubParsersAction], argparse.ArgumentParser]
 _SUBCOMMANDS: list[AddParser] = []
@@ -274,10 +276,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not 0 < args.duration <= MAX_DURATION_S:
         print(f"error: --duration must be in (0, {MAX_DURATION_S:g}]", file=sys.stderr)
         return 2
+    if args.request_rate is not None and not 0 < args.request_rate <= MAX_REQUEST_RATE:
+        print(f"error: --request-rate must be in (0, {MAX_REQUEST_RATE:g}]", file=sys.stderr)
+        return 2
+    if args.max_windows < 1:
+        print("error: --max-windows must be at least 1", file=sys.stderr)
+        return 2
     server = None
     if args.url:
         url = host_port(args.url)
-        endpoint = Endpoint(http_url=url, grpc_url=url)
+        # statistics go over HTTP: the same address for an HTTP protocol, else --stats-url (or port 8000)
+        stats = host_port(args.stats_url) if args.stats_url else (
+            url if args.protocol.startswith("http") else Endpoint.remote(grpc_url=url).http_url)
+        endpoint = Endpoint(http_url=url if args.protocol.startswith("http") else stats, grpc_url=url)
         hint = _url_hint(url, args.protocol)
         if hint:
             print(f"error: {hint}", file=sys.stderr)
@@ -292,9 +303,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     try:
-        result = run_bench(endpoint, args.model, args.protocol, args.concurrency, args.duration,
-                           max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression,
-                           count_wire=True)
+        result, stability = run_stable(
+            endpoint, args.model, args.protocol, args.concurrency, args.duration, max_windows=args.max_windows,
+            max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression, count_wire=True,
+            request_rate=args.request_rate, distribution=args.distribution)
         check = None
         if args.perf_analyzer and result.throughput_rps:
             try:
@@ -305,14 +317,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json.dumps({**result.to_dict(), **result.analysis(), **stability.to_json()}))
     else:
         lat = result.latency_ms
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
-        print(f"{result.model} over {result.protocol}, concurrency {result.concurrency}, "
-              f"{result.window_s:.1f} s ({result.stop_reason})")
+        load = (f"open loop at {args.request_rate:g} req/s ({args.distribution})" if args.request_rate
+                else f"concurrency {result.concurrency}")
+        print(f"{result.model} over {result.protocol}, {load}, {result.window_s:.1f} s ({result.stop_reason})")
         print(f"  requests {result.requests}  errors {result.errors}  throughput {result.throughput_rps:.1f}/s")
-        print(f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}")
+        print(f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}  "
+              f"mean {fmt(result.mean_latency_ms)}")
+        _print_analysis(result, stability)
         print(f"  payload bytes  sent {result.request_bytes}  received {result.response_bytes}")
         _print_bytes_per_request(result.wire)
     for message in result.error_messages:
@@ -324,6 +339,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if result.requests and not result.errors else 1
 
 
+def _print_analysis(result, stability) -> None:
+    """The why-layer lines: stability, the server's own split of the time, Little's law."""
+    spread = stability.spread
+    pct = lambda v: "-" if v is None else f"{v:.1f}%"  # noqa: E731
+    word = "stable" if stability.stable else "UNSTABLE"
+    print(f"  {word}: {len(stability.windows)} window(s); the last {min(3, len(stability.windows))} spread "
+          f"{pct(spread['throughput'])} in throughput, {pct(spread['latency'])} in mean latency")
+    s = result.server
+    if s is not None and s.total.requests:
+        t = s.total
+        inside = t.server_ms or 0.0
+        outside = (result.mean_latency_ms or 0.0) - inside
+        print(f"  server (measured by Triton, per request): queue {t.queue_ms:.2f} ms, compute input "
+              f"{t.compute_input_ms:.2f}, infer {t.compute_infer_ms:.2f}, output {t.compute_output_ms:.2f}; "
+              f"{inside:.2f} ms inside the server, {outside:.2f} ms outside it (client, network, serialization)")
+        batch = f"{t.mean_batch:.2f}" if t.mean_batch else "-"
+        print(f"  executions {t.executions}, inferences {t.inferences}: average batch {batch}")
+        for name, m in s.per_model.items():
+            mb = f"{m.mean_batch:.2f}" if m.mean_batch else "-"
+            print(f"    {name}: queue {m.queue_ms:.2f} ms, compute {m.compute_infer_ms:.2f} ms, "
+                  f"{m.executions} executions for {m.inferences} inferences (batch {mb})")
+    elif result.server_note:
+        print(f"  server breakdown: none ({result.server_note})")
+    law = result.littles_law()
+    if law and "in_flight" in law:
+        print(f"  Little's law: {law['in_flight']} in flight / {result.throughput_rps:.1f} req/s predicts a mean "
+              f"latency of {law['predicted_latency_ms']:.1f} ms; measured {law['measured_mean_latency_ms']:.1f} ms "
+              f"({law['gap'] * 100:+.1f}%)")
+    elif law:
+        print(f"  Little's law: {law['arrival_rate_rps']:.1f} req/s x {law['measured_mean_latency_ms']:.1f} ms "
+              f"= {law['mean_in_flight']:.2f} requests in flight on average")
+    if result.late:
+        print(f"  {result.late} request(s) left late: every worker was busy (the server is near saturation)")
+
+
 @subcommand
 def add_bench_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("bench", help="bounded load on one model over one protocol",
@@ -333,7 +383,19 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument("--protocol", required=True, choices=PROTOCOLS)
     p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
-    p.add_argument("--duration", type=float, default=5.0, help="seconds of measuring (default: %(default)s)")
+    p.add_argument("--duration", type=float, default=5.0,
+                   help="seconds of each measuring window; windows repeat until the last three agree within "
+                        "10%% on throughput and latency (default: %(default)s)")
+    p.add_argument("--max-windows", type=int, default=MAX_WINDOWS,
+                   help="give up on stability after this many windows (default: %(default)s)")
+    p.add_argument("--request-rate", type=float, default=None,
+                   help="open loop: send this many requests per second (up to --concurrency in flight), as "
+                        "perf_analyzer's --request-rate-range")
+    p.add_argument("--distribution", choices=DISTRIBUTIONS, default="constant",
+                   help="open-loop arrival times (perf_analyzer's --request-distribution; default: %(default)s)")
+    p.add_argument("--stats-url", default=None,
+                   help="with a gRPC --url: the same server's HTTP host:port, for its statistics API "
+                        "(default: the --url host on port 8000)")
     p.add_argument("--url", help="host:port of a running server for this protocol (default: start the "
                                  "embedded server on free ports)")
     p.add_argument("--json", action="store_true",
@@ -346,6 +408,9 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
                    help="also run perf_analyzer on the same settings and print both throughputs (to stderr with --json)")
     p.set_defaults(func=cmd_bench)
     return p
+
+
+subcommand(add_simulate_parser)
 
 
 # -- entry point ----------------------------------------------------------------------------------------
