@@ -17,7 +17,7 @@ import numpy as np
 from triton_kitchen import kserve, server_stats
 from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.errors import KitchenError
-from triton_kitchen.simulator import BatcherConfig, ServiceModel
+from triton_kitchen.simulator import BatcherConfig, ServiceModel, simulate
 
 MIN_EXECUTIONS = 20  # per batch size, for the statistics already there to count
 CALIBRATION_S = 0.8  # per batch size of the calibration load
@@ -180,3 +180,23 @@ def calibrate(
         parallelism=assumed_parallelism(cfg_json, endpoint.embedded),
         sources=sources,
     )
+
+
+def batcher_for(settings, max_batch_size: int) -> BatcherConfig:
+    """The simulator's config for the batching lab's settings (``batching.BatchingSettings``)."""
+    return BatcherConfig(
+        max_batch_size=max_batch_size,
+        dynamic_batching=bool(settings.enabled),
+        preferred_batch_sizes=tuple(sorted(settings.preferred_batch_sizes)) if settings.enabled else (),
+        max_queue_delay_us=int(settings.max_queue_delay_us) if settings.enabled else 0,
+        instances=int(settings.instance_count),
+    )
+
+
+def predict(cal: Calibration, settings, concurrency: int | None = None, rate_rps: float | None = None,
+            requests: int = 4000, seed: int = 0) -> dict:
+    """What the simulator, calibrated on this server, predicts for the lab's ``settings`` (simulated)."""
+    config = batcher_for(settings, cal.config.max_batch_size)
+    result = simulate(config, cal.service(), concurrency=concurrency, rate_rps=rate_rps, requests=requests,
+                      distribution="poisson" if rate_rps else "constant", seed=seed)
+    return result.summary
