@@ -69,9 +69,9 @@ def embedded_state() -> str:
 
 def restart_embedded() -> None:
     """The teacher's restart button: restart in the background; the status poller shows progress."""
-    from triton_kitchen.clients import close_thread_clients
+    from triton_kitchen.clients import close_all
 
-    close_thread_clients()
+    close_all()  # the shared gRPC clients of the old server (a restarted one may listen on other ports)
     supervisor().restart_async(force=True)
 
 
