@@ -52,17 +52,16 @@ def kill_triton(srv: EmbeddedServer) -> None:
 
 @pytest.fixture
 def embedded_app(small, monkeypatch):
-    """The app's embedded-server holder pointed at the small server (restored afterwards)."""
+    """The app's embedded-server supervisor given the small server (restored afterwards)."""
     monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
     monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
-    from ui import state
+    monkeypatch.delenv("TRITON_KITCHEN_AUTO_RESTART", raising=False)
+    from ui import server
 
-    holder = state._holder()
-    saved = holder.server, holder.error, holder.died_at
-    holder.server, holder.error, holder.died_at = small, None, None
-    yield holder
-    holder.wait(120)
-    holder.server, holder.error, holder.died_at = saved
+    supervisor = server.supervisor()
+    saved = supervisor.adopt(small)
+    yield supervisor
+    supervisor.restore(saved)
 
 
 def sidebar_text(at: AppTest) -> str:
@@ -118,34 +117,58 @@ def test_live_trace_works_right_after_a_restart(small, sample_jpegs):
         assert traced_call().model == "classifier"
 
 
-def test_auto_restart_off_then_button(small, embedded_app):
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params["lang"] = "zh"
-    at.run()
-    at.sidebar.toggle(key="tk_auto_restart").set_value(False).run()
+def test_auto_restart_off_then_the_teachers_button(small, embedded_app, monkeypatch):
+    """Auto-restart is app-wide (TRITON_KITCHEN_AUTO_RESTART=0 turns it off); with it off a dead server stays
+    down, a student is told the teacher restarts it, and only the teacher's sidebar has the restart button."""
+    monkeypatch.setenv("TRITON_KITCHEN_AUTO_RESTART", "0")
+    monkeypatch.setenv("TRITON_KITCHEN_TEACHER_TOKEN", "tk-secret")
+    student = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    student.query_params["lang"] = "zh"
+    student.run()
+    assert not student.sidebar.button and not student.sidebar.toggle  # no control of the shared server
+    teacher = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    teacher.query_params["lang"] = "zh"
+    teacher.query_params["teacher"] = "tk-secret"
+    teacher.run()
+    assert lessons.t("sidebar.auto_restart_off", "zh") in sidebar_text(teacher)
     kill_triton(small)
-    at.run()
-    assert not at.exception
-    assert lessons.t("sidebar.stopped_help", "zh") in sidebar_text(at)
+    student.run()
+    teacher.run()
+    assert not student.exception and not teacher.exception
+    assert lessons.t("sidebar.stopped_help_student", "zh") in sidebar_text(student)
+    assert lessons.t("sidebar.stopped_help", "zh") in sidebar_text(teacher)
     assert not small.running, "restarted although auto-restart is off"
-    at.sidebar.button[0].click().run()  # the restart button
-    assert not at.exception
+    teacher.sidebar.button(key="tk_restart").click().run()
+    assert not teacher.exception
     assert embedded_app.wait(60) and small.running
+    student.run()
+    assert any("2.51" in s.value for s in student.sidebar.success), sidebar_text(student)
+
+
+def test_a_wrong_teacher_token_is_a_student(small, embedded_app, monkeypatch):
+    monkeypatch.setenv("TRITON_KITCHEN_TEACHER_TOKEN", "tk-secret")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.query_params["teacher"] = "guess"
     at.run()
-    assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
+    assert not at.exception
+    assert not at.sidebar.button and not at.sidebar.radio  # no restart, no remote-server settings
+    monkeypatch.delenv("TRITON_KITCHEN_TEACHER_TOKEN")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["teacher"] = ""  # no token configured: nobody is the teacher, not even with an empty one
+    at.run()
+    assert not at.sidebar.button
 
 
 def test_first_start_does_not_hold_pages(small, monkeypatch):
     """A fresh app: pages draw at once while Triton starts, say "starting", and come up by themselves."""
     monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
     monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
-    from ui import state
+    from ui import server
 
     repo = small.repo
-    holder = state._holder()
-    saved = holder.server, holder.error, holder.died_at, holder.factory
-    holder.server, holder.error, holder.died_at = None, None, None
-    holder.factory = lambda: EmbeddedServer(repo=repo, http_port=0, grpc_port=0, metrics_port=0)
+    holder = server.supervisor()
+    saved = holder.adopt(None, factory=lambda: EmbeddedServer(repo=repo, http_port=0, grpc_port=0, metrics_port=0))
     try:
         for page, lang in (("views/ch1_inference_server.py", "en"), ("views/lab_batching.py", "zh")):
             at = AppTest.from_file(APP, default_timeout=TIMEOUT)
@@ -167,9 +190,10 @@ def test_first_start_does_not_hold_pages(small, monkeypatch):
         assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)
         assert not at.info or at.info[0].value != starting
     finally:
-        if holder.server is not None and holder.server is not saved[0]:
+        holder.wait(120)
+        if holder.server is not None and holder.server is not saved.server:
             holder.server.stop()
-        holder.server, holder.error, holder.died_at, holder.factory = saved
+        holder.restore(saved)
     assert started is not None and not started.running
 
 
@@ -368,3 +392,58 @@ def _upload_page():
 
     st.session_state.setdefault("t_source", "upload")
     pick_image("t")
+
+
+class _FakeServer:
+    """Enough of EmbeddedServer for the supervisor: starts, dies, restarts (no process)."""
+
+    def __init__(self) -> None:
+        self.running, self.starts = False, 0
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.running, self.starts = True, self.starts + 1
+
+    def ensure_running(self, timeout: float = 60.0) -> bool:
+        if not self.running:
+            self.start()
+        return True
+
+    def restart(self, timeout: float = 60.0) -> None:
+        self.start()
+
+
+def test_supervisor_starts_and_restarts_in_the_background():
+    from triton_kitchen.supervisor import ServerSupervisor
+
+    made: list[_FakeServer] = []
+    sup = ServerSupervisor(lambda: made.append(_FakeServer()) or made[-1])
+    assert sup.state() == "stopped" and sup.server is None
+    sup.start_async()
+    assert sup.wait(5) and sup.state() == "up" and len(made) == 1
+    made[0].running = False  # it died
+    assert sup.state() == "stopped" and sup.died_at is not None
+    sup.restart_async()
+    assert sup.wait(5) and made[0].starts == 2 and sup.died_at is None and len(made) == 1
+    other = _FakeServer()
+    other.start()
+    saved = sup.adopt(other)
+    assert sup.server is other and sup.state() == "up"
+    sup.restore(saved)
+    assert sup.server is made[0]
+    with pytest.raises(AttributeError):
+        sup.server = other  # read through properties: tests and the UI use adopt/restore
+
+
+def test_supervisor_remembers_a_failed_start():
+    from triton_kitchen.server import ServerStartError
+    from triton_kitchen.supervisor import ServerSupervisor
+
+    def broken():
+        raise ServerStartError("no tritonserver here")
+
+    sup = ServerSupervisor(broken)
+    sup.start_async()
+    assert not sup.wait(5)
+    assert sup.state() == "failed" and "no tritonserver" in str(sup.error)
+    sup.start_async()  # a failed first start is not retried on every page run
+    assert sup.state() == "failed"
