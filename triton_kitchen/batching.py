@@ -220,6 +220,10 @@ class ExperimentResult:
     errors: int
     batch_histogram: dict[int, int]  # batch size -> executions inside the measured window (warm-up excluded)
     error_messages: list[str] = field(default_factory=list)
+    server: dict | None = None  # Triton's own per-request split of the window (BenchResult.analysis()["server"])
+    littles_law: dict | None = None  # C / throughput vs the measured mean latency
+    mean_latency_ms: float | None = None
+    prediction: dict | None = None  # the simulator's, calibrated on this server (simulated, not measured)
 
     @property
     def executions(self) -> int:
@@ -281,8 +285,10 @@ def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, con
         before = snaps["start"]
     else:  # stopped during the warm-up (nothing measured), or the read failed (warm-up counted)
         before = at_call if "end" in snaps else after
+    analysis = r.analysis()
     return ExperimentResult(settings, concurrency, r.throughput_rps, r.latency_ms, r.requests, r.errors,
-                            stats_delta(before, after), r.error_messages)
+                            stats_delta(before, after), r.error_messages, server=analysis["server"],
+                            littles_law=analysis["littles_law"], mean_latency_ms=r.mean_latency_ms)
 
 
 def run_experiment(endpoint: Endpoint, settings: BatchingSettings, concurrency: int = 8, duration_s: float = 3.0,
@@ -302,10 +308,14 @@ def compare_batching(
     stop: threading.Event | None = None,
     progress: Callable[[str, BenchProgress], None] | None = None,
     model: str = MODEL,
+    calibration=None,
 ) -> dict:
     """The same load with batching off, then on (``settings``), same instance count; the measured
-    throughput ratio on/off. The original config is restored afterwards."""
+    throughput ratio on/off. The original config is restored afterwards. Given a ``calibration``
+    (:func:`triton_kitchen.calibration.calibrate` on this server), each result also carries the batching
+    simulator's prediction for its setting (``prediction``: simulated, not measured)."""
     settings = settings or BatchingSettings()
+    cal = calibration
     off_settings = BatchingSettings(False, settings.max_queue_delay_us, list(settings.preferred_batch_sizes),
                                     settings.instance_count)
     results = {}
@@ -315,9 +325,61 @@ def compare_batching(
                 break
             cb = (lambda p, name=name: progress(name, p)) if progress else None
             results[name] = _run_one(endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model)
+            if cal is not None:
+                from triton_kitchen.calibration import predict as simulate_setting
+
+                results[name].prediction = simulate_setting(cal, s, concurrency=concurrency)
     off, on = results.get("off"), results.get("on")
     ratio = on.throughput_rps / off.throughput_rps if on and off and off.throughput_rps else None
     p99_ratio = (on.latency_ms["p99"] / off.latency_ms["p99"]
                  if on and off and on.latency_ms["p99"] and off.latency_ms["p99"] else None)
     return {"off": off, "on": on, "throughput_ratio": ratio, "p99_ratio": p99_ratio,
-            "concurrency": concurrency, "duration_s": duration_s, "protocol": protocol}
+            "concurrency": concurrency, "duration_s": duration_s, "protocol": protocol,
+            "calibration": cal.to_json() if cal else None}
+
+
+@dataclass
+class LoadPoint:
+    """One offered rate: what the server did (measured) and what the simulator predicts (simulated)."""
+
+    offered_rps: float
+    throughput_rps: float
+    latency_ms: dict[str, float | None]
+    late: int
+    errors: int
+    simulated: dict | None = None
+
+
+def offered_load(
+    endpoint: Endpoint,
+    settings: BatchingSettings,
+    rates: list[float],
+    duration_s: float = 2.0,
+    protocol: str = "grpc",
+    stop: threading.Event | None = None,
+    progress: Callable[[int, int, BenchProgress], None] | None = None,
+    calibration=None,
+    model: str = MODEL,
+    workers: int = 16,
+) -> list[LoadPoint]:
+    """Latency against offered load, open loop (constant rate, up to ``workers`` in flight), with ``settings``
+    loaded; the original config is restored afterwards. Below saturation the throughput follows the offered
+    rate; near it latency climbs steeply: the knee."""
+    points: list[LoadPoint] = []
+    with overridden(endpoint, model) as original:
+        load_model(endpoint, model, config_override(original, settings))
+        time.sleep(SETTLE_S)
+        inputs = classifier_inputs()
+        for i, rate in enumerate(rates):
+            if stop is not None and stop.is_set():
+                break
+            cb = (lambda p, i=i: progress(i, len(rates), p)) if progress else None
+            r = run_bench(endpoint, model, protocol, workers, duration_s, inputs=inputs, output_names=["logits"],
+                          warmup_s=0.5, request_rate=float(rate), stop=stop, progress=cb, server_side=False)
+            sim = None
+            if calibration is not None:
+                from triton_kitchen.calibration import predict as simulate_setting
+
+                sim = simulate_setting(calibration, settings, rate_rps=float(rate))
+            points.append(LoadPoint(float(rate), r.throughput_rps, r.latency_ms, r.late, r.errors, sim))
+    return points

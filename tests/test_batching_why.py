@@ -1,0 +1,71 @@
+"""The batching lab's why layer on the real embedded server: prediction beside measurement, Triton's own split
+of the time, Little's law, latency against offered load, and the live metrics panel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import switch_page
+from triton_kitchen import batching, lessons
+from ui import server as ui_server
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture
+def lab_on_session_server(server, monkeypatch):
+    monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
+    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
+    sup = ui_server.supervisor()
+    saved = sup.adopt(server)
+    yield server
+    sup.restore(saved)
+
+
+def test_lab_page_in_chinese_before_a_run(lab_on_session_server):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["lang"] = "zh"
+    switch_page(at, "views/lab_batching.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert lessons.t("why.load_needs_run", "zh") in [i.value for i in at.info]
+    assert lessons.t("why.m_pending", "zh") in [m.label for m in at.metric]
+
+
+def test_lab_shows_why_beside_what(lab_on_session_server):
+    server, lang = lab_on_session_server, "en"
+    original = batching.current_config(server.endpoint)
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.query_params["lang"] = lang
+    switch_page(at, "views/lab_batching.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [m.label for m in at.metric][-5:][0] == lessons.t("why.m_success", lang)  # the metrics panel is live
+    at.slider(key="batch_d").set_value(1)
+    at.button(key="batch_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = [c.value for c in at.caption]
+    split = lessons.t("why.split", lang, setting="", queue=0, compute=0, inside=0, mean=0, outside=0)
+    assert sum(1 for c in captions if split[4:12] in c) == 2  # Triton's split, for off and for on
+    little = [c for c in captions if c.startswith(lessons.t("why.little_ok", lang, c=8, rps=0, predicted=0,
+                                                           measured=0, gap=0)[:6])
+              or c.startswith(lessons.t("why.little_off", lang, c=8, rps=0, predicted=0, measured=0, gap=0)[:6])]
+    assert len(little) == 2
+    table = at.dataframe[-1].value  # predicted beside measured
+    assert list(table.columns)[:3] == [lessons.t("why.col_setting", lang), lessons.t("why.col_rps_measured", lang),
+                                       lessons.t("why.col_rps_simulated", lang)]
+    assert (table[lessons.t("why.col_rps_simulated", lang)] > 0).all()
+    assert batching.current_config(server.endpoint) == original  # the lab restored the classifier
+
+    at.button(key="why_load_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    points = at.dataframe[-1].value
+    offered = points[lessons.t("why.col_offered", lang)]
+    measured = points[lessons.t("why.col_rps_measured", lang)]
+    assert len(points) == 6 and (offered.diff().dropna() > 0).all()
+    # below saturation the server keeps up with the offered rate
+    assert measured.iloc[0] == pytest.approx(offered.iloc[0], rel=0.25)
+    assert batching.current_config(server.endpoint) == original

@@ -1,0 +1,155 @@
+"""The batching lab's why layer: prediction beside measurement, the server's own split of the time, Little's
+law, latency against offered load, and a live metrics panel. UI only; the numbers come from the library."""
+
+from __future__ import annotations
+
+import threading
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import batching, calibration, metrics, sim_figures
+from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
+from ui import errors, state, tables
+from ui.i18n import lang, t
+
+CAL_KEY = "batch_calibration"  # (server address, Calibration): measured once per server per session
+LOAD_KEY = "batch_offered_load"
+LOAD_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)  # of the measured "on" throughput
+
+
+def calibration_for(ep: Endpoint):
+    """This session's calibration on this server (measured on first use: ~4 s of load at concurrency 1)."""
+    kept = st.session_state.get(CAL_KEY)
+    if kept is not None and kept[0] == ep.http_url:
+        return kept[1]
+    cal = calibration.calibrate(ep, batching.MODEL)
+    st.session_state[CAL_KEY] = (ep.http_url, cal)
+    return cal
+
+
+def _fmt(v, spec: str = ".1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def prediction_table(off, on) -> None:
+    """Measured and simulated side by side for each setting."""
+    if not (off.prediction and on.prediction):
+        return
+    st.markdown(f"**{t('why.predicted_title')}**")
+    rows = []
+    for name, r in (("off", off), ("on", on)):
+        p = r.prediction
+        rows.append({
+            t("why.col_setting"): t(f"lab_batching.series_{name}"),
+            t("why.col_rps_measured"): r.throughput_rps,
+            t("why.col_rps_simulated"): p["throughput_rps"],
+            t("why.col_p50_measured"): r.latency_ms["p50"],
+            t("why.col_p50_simulated"): p["latency_ms"]["p50"],
+            t("why.col_batch_measured"): r.mean_batch_size,
+            t("why.col_batch_simulated"): p["mean_batch"],
+        })
+    tables.show(rows, decimals={t("why.col_batch_measured"): 2, t("why.col_batch_simulated"): 2})
+    fig = sim_figures.histograms({t("why.series_measured"): on.batch_histogram,
+                                  t("why.series_simulated"): on.prediction["batch_histogram"]}, lang())
+    st.plotly_chart(fig, width="stretch", key="why_hist")
+    st.caption(t("why.predicted_caption"))
+
+
+def server_split(name: str, r) -> None:
+    """Where the time went, by Triton's own account, and Little's law, as one line each."""
+    s = r.server
+    if s and s.get("requests"):
+        inside = s.get("request_ms") or 0.0
+        outside = (r.mean_latency_ms or 0.0) - inside
+        st.caption(t("why.split", setting=t(f"lab_batching.series_{name}"), queue=s["queue_ms"] or 0.0,
+                     compute=(s["compute_input_ms"] or 0) + (s["compute_infer_ms"] or 0) + (s["compute_output_ms"] or 0),
+                     inside=inside, mean=r.mean_latency_ms or 0.0, outside=max(0.0, outside)))
+    law = r.littles_law
+    if law and "in_flight" in law:
+        gap = law["gap"] * 100
+        key = "why.little_ok" if abs(gap) <= 10 else "why.little_off"
+        st.caption(t(key, c=law["in_flight"], rps=r.throughput_rps, predicted=law["predicted_latency_ms"],
+                     measured=law["measured_mean_latency_ms"], gap=gap))
+
+
+def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capacity: float | None) -> None:
+    """Open-loop points at fractions of the measured capacity: throughput follows the offered rate until the
+    knee, where latency climbs."""
+    st.subheader(t("why.load_title"))
+    st.caption(t("why.load_intro"))
+    if not capacity:
+        st.info(t("why.load_needs_run"))
+        return
+    rates = [round(capacity * f, 1) for f in LOAD_FRACTIONS]
+    if st.button(t("why.load_run", rates=", ".join(f"{r:g}" for r in rates)), key="why_load_run"):
+        bar = st.progress(0.0)
+        stop = threading.Event()
+        watch = state.server_watch(stop)
+
+        def progress(i: int, n: int, p) -> None:
+            watch()
+            bar.progress(min(1.0, (i + p.fraction) / n), text=t("why.load_progress", i=i + 1, n=n))
+
+        try:
+            cal = calibration_for(ep)
+            points = state.lab_run(16, lambda: batching.offered_load(
+                ep, settings, rates, duration_s=2.0, stop=stop, progress=progress, calibration=cal))
+            if points is not state.BUSY:
+                st.session_state[LOAD_KEY] = points
+        except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
+            errors.show_error(exc)
+    points = st.session_state.get(LOAD_KEY)
+    if not points:
+        return
+    fig = go.Figure()
+    x = [p.offered_rps for p in points]
+    for q, dash in (("p50", None), ("p99", "dot")):
+        fig.add_trace(go.Scatter(x=x, y=[p.latency_ms[q] for p in points], mode="lines+markers",
+                                 name=t("why.series_measured_q", q=q), line=dict(color="#2171b5", dash=dash)))
+        if points[0].simulated:
+            fig.add_trace(go.Scatter(x=x, y=[p.simulated["latency_ms"][q] for p in points], mode="lines+markers",
+                                     name=t("why.series_simulated_q", q=q), line=dict(color="#f39c12", dash=dash)))
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=t("why.offered_axis"),
+                      yaxis_title=t("why.latency_axis"), yaxis_type="log")
+    st.plotly_chart(fig, width="stretch", key="why_load_fig")
+    tables.show([{t("why.col_offered"): p.offered_rps, t("why.col_rps_measured"): p.throughput_rps,
+                  t("why.col_p50_measured"): p.latency_ms["p50"], t("why.col_p99_measured"): p.latency_ms["p99"],
+                  t("why.col_late"): p.late} for p in points])
+    st.caption(t("why.load_caption"))
+
+
+def _metrics_url(ep: Endpoint) -> str:
+    if ep.metrics_url:
+        return ep.metrics_url
+    host = ep.http_url.rsplit(":", 1)[0]
+    return f"{host}:{DEFAULT_PORTS['metrics']}"
+
+
+@st.fragment(run_every=2.0)
+def metrics_panel(ep: Endpoint) -> None:
+    """What Triton's metrics port says now, refreshed every 2 s (measured by the server)."""
+    st.markdown(f"**{t('why.metrics_title')}**")
+    try:
+        now = metrics.scrape(_metrics_url(ep))
+    except metrics.MetricsError as exc:
+        st.caption(t("why.metrics_none", url=_metrics_url(ep), detail=exc.detail))
+        return
+    before = st.session_state.get("why_metrics_prev")
+    st.session_state["why_metrics_prev"] = now
+    m = now.models.get(batching.MODEL)
+    if m is None:
+        st.caption(t("why.metrics_no_model"))
+        return
+    d = metrics.delta(before, now).get(batching.MODEL) if before else None
+    c1, c2, c3, c4, c5 = st.columns(5)
+    c1.metric(t("why.m_success"), f"{m.success:,.0f}", help=t("why.m_success_help"))
+    c2.metric(t("why.m_failure"), f"{m.failure:,.0f}")
+    c3.metric(t("why.m_batch"), _fmt(m.mean_batch, ".2f"), help=t("why.m_batch_help"))
+    c4.metric(t("why.m_pending"), f"{m.pending:,.0f}", help=t("why.m_pending_help"))
+    recent = d.per_request_ms("queue_us") if d and d.success else None
+    c5.metric(t("why.m_queue"), _fmt(recent, ".1f"), help=t("why.m_queue_help"))
+    for uuid, gpu in now.gpus.items():
+        used = gpu.get("memory_used_bytes", 0) / 1e9
+        total = gpu.get("memory_total_bytes", 0) / 1e9
+        st.caption(t("why.gpu", uuid=uuid, util=gpu.get("utilization", 0) * 100, used=used, total=total))
