@@ -109,3 +109,5 @@ def render() -> None:
         _guide()
     else:
         _stream()
+    with st.expander(t("toy.why_title")):
+        st.markdown(t("toy.why_body"))
