@@ -155,9 +155,21 @@ def test_a_wrong_teacher_token_is_a_student(small, embedded_app, monkeypatch):
     assert not at.sidebar.button and not at.sidebar.radio  # no restart, no remote-server settings
     monkeypatch.delenv("TRITON_KITCHEN_TEACHER_TOKEN")
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params["teacher"] = ""  # no token configured: nobody is the teacher, not even with an empty one
+    at.query_params["teacher"] = ""  # no token configured: the app is one person's, on this machine
     at.run()
-    assert not at.sidebar.button
+    assert not at.exception
+    # AppTest's session is local, like a learner's own browser: the server choice and the restart are there
+    assert at.sidebar.radio and [b.key for b in at.sidebar.button] == ["tk_restart"], sidebar_text(at)
+
+
+def test_without_a_token_only_the_machine_running_the_app_has_the_controls(monkeypatch):
+    from ui import i18n
+
+    monkeypatch.delenv("TRITON_KITCHEN_TEACHER_TOKEN", raising=False)
+    monkeypatch.setattr(i18n, "_on_this_machine", lambda: False)  # a student's browser on the class network
+    assert not i18n.is_teacher()
+    monkeypatch.setattr(i18n, "_on_this_machine", lambda: True)
+    assert i18n.is_teacher()
 
 
 def test_first_start_does_not_hold_pages(small, monkeypatch):

@@ -74,13 +74,25 @@ def sync_query_params() -> None:
 
 # -- the teacher -----------------------------------------------------------------------------
 def is_teacher() -> bool:
-    """The one gate for the teacher's controls of the shared server (restart, remote settings): the app was
-    started with TRITON_KITCHEN_TEACHER_TOKEN set, and this session's URL carried ``?teacher=<that token>``
-    once (remembered for the session: a page switch drops the query string). Without the variable, nobody is."""
+    """The one gate for the controls of the shared server (restart, remote settings).
+
+    In a class the teacher starts the app with TRITON_KITCHEN_TEACHER_TOKEN set, and only a session whose URL
+    carried ``?teacher=<that token>`` once has them (remembered for the session: a page switch drops the query
+    string). Without the variable the app is one person's (a learner at home, or a teacher's own machine): the
+    browser on the machine that runs the app has them, browsers from other machines do not."""
     token = os.environ.get(TEACHER_TOKEN_ENV, "")
-    if not token:
-        return False
-    given = st.query_params.get("teacher")
-    if given is not None:
-        st.session_state[_TEACHER_KEY] = hmac.compare_digest(given.encode(), token.encode())
-    return bool(st.session_state.get(_TEACHER_KEY))
+    if token:
+        given = st.query_params.get("teacher")
+        if given is not None:
+            st.session_state[_TEACHER_KEY] = hmac.compare_digest(given.encode(), token.encode())
+        return bool(st.session_state.get(_TEACHER_KEY))
+    return _on_this_machine()
+
+
+def _on_this_machine() -> bool:
+    """True for a browser on the machine that runs the app (Streamlit reports localhost as no address)."""
+    try:
+        ip = st.context.ip_address
+    except Exception:  # noqa: BLE001 - outside a session (bare script): the person running it
+        return True
+    return not isinstance(ip, str)  # None for localhost; AppTest, which has no client, gives no address either
