@@ -24,12 +24,12 @@ import json
 import os
 import re
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import conftest
 import pytest
-import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -547,7 +547,7 @@ def shoot(page, name: str) -> None:
 
 
 def sidebar_controls(page, visit: Visit) -> None:
-    """The sidebar's lazy expanders (models, log) and the auto-restart toggle (off, then on again)."""
+    """The sidebar's lazy expanders (models, log). (Auto-restart is an app-wide setting now, not a toggle.)"""
     side = page.locator("[data-testid=stSidebar]")
     for summary in side.locator("[data-testid=stExpander] summary").all():
         t0 = now(page)
@@ -555,14 +555,6 @@ def sidebar_controls(page, visit: Visit) -> None:
         settle(page, t0, expect_run_s=3)
         visit.actions += 1
         visit.check(page, f"sidebar expander {summary.inner_text().strip()!r}")
-    toggle = side.locator(".st-key-tk_auto_restart label")
-    for state in ("off", "on"):
-        if toggle.count():
-            t0 = now(page)
-            toggle.first.click()
-            settle(page, t0, expect_run_s=3)
-            visit.actions += 1
-            visit.check(page, f"sidebar auto-restart {state}")
 
 
 class Pass:
