@@ -19,12 +19,11 @@ from __future__ import annotations
 import random
 import re
 import string
+import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from triton_kitchen import cjk
 
