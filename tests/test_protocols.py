@@ -237,6 +237,10 @@ def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeyp
     assert lessons.t("lab_protocols.wire_pass_note", "en", calls=3) in [c.value for c in at.caption]
     table = at.dataframe[0].value
     assert lessons.t("lab_protocols.col_wire_per_call", "en") in table.columns and len(table.columns) <= 8
+    # why: Triton's own split per protocol, per step of the ensemble, and a Little's law line for each
+    captions = [c.value for c in at.caption]
+    assert sum(c.startswith("Per step (Triton") and "classifier" in c for c in captions) == len(P.PROTOCOLS)
+    assert sum("Little's law" in c for c in captions) == len(P.PROTOCOLS)
 
 
 @pytest.mark.parametrize(("page", "button", "runs_key"), [("views/ch5_grpc.py", "ch5_stream", "ch5_stream_run"),

@@ -57,19 +57,33 @@ def prediction_table(off, on) -> None:
 
 
 def server_split(name: str, r) -> None:
-    """Where the time went, by Triton's own account, and Little's law, as one line each."""
-    s = r.server
+    """The batching lab's line pair for one setting (``batching.ExperimentResult``)."""
+    why_lines(t(f"lab_batching.series_{name}"), r.server, r.littles_law, r.mean_latency_ms, r.throughput_rps)
+
+
+def bench_lines(label: str, r) -> None:
+    """The same lines for a ``bench.BenchResult`` (the protocol lab's load runs)."""
+    analysis = r.analysis()
+    why_lines(label, analysis["server"], analysis["littles_law"], r.mean_latency_ms, r.throughput_rps)
+
+
+def why_lines(label: str, s: dict | None, law: dict | None, mean: float | None, rps: float) -> None:
+    """Where the time went, by Triton's own account (per step for an ensemble), and Little's law."""
     if s and s.get("requests"):
         inside = s.get("request_ms") or 0.0
-        outside = (r.mean_latency_ms or 0.0) - inside
-        st.caption(t("why.split", setting=t(f"lab_batching.series_{name}"), queue=s["queue_ms"] or 0.0,
-                     compute=(s["compute_input_ms"] or 0) + (s["compute_infer_ms"] or 0) + (s["compute_output_ms"] or 0),
-                     inside=inside, mean=r.mean_latency_ms or 0.0, outside=max(0.0, outside)))
-    law = r.littles_law
+        compute = (s["compute_input_ms"] or 0) + (s["compute_infer_ms"] or 0) + (s["compute_output_ms"] or 0)
+        st.caption(t("why.split", setting=label, queue=s["queue_ms"] or 0.0, compute=compute, inside=inside,
+                     mean=mean or 0.0, outside=max(0.0, (mean or 0.0) - inside)))
+        steps = s.get("per_model") or {}
+        if steps:
+            parts = [t("why.step", model=m, queue=v["queue_ms"] or 0.0, compute=v["compute_infer_ms"] or 0.0,
+                       batch=(v["inferences"] / v["executions"]) if v.get("executions") else 0.0)
+                     for m, v in steps.items()]
+            st.caption(t("why.per_step", steps="; ".join(parts)))
     if law and "in_flight" in law:
         gap = law["gap"] * 100
         key = "why.little_ok" if abs(gap) <= 10 else "why.little_off"
-        st.caption(t(key, c=law["in_flight"], rps=r.throughput_rps, predicted=law["predicted_latency_ms"],
+        st.caption(t(key, c=law["in_flight"], rps=rps, predicted=law["predicted_latency_ms"],
                      measured=law["measured_mean_latency_ms"], gap=gap))
 
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import bench, catalog, protocols
-from ui import state, tables
+from ui import batching_why, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.state import protocol_label, protocol_labeller, t
@@ -216,6 +216,8 @@ with tab_load:
         fig.update_layout(height=340, yaxis_title=t("lab_protocols.latency_ms"), margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", key="proto_load_box")
         _bench_table(results, load_wire)
+        for r in results:  # why the numbers are what they are: Triton's own split, Little's law
+            batching_why.bench_lines(protocol_label(r.protocol), r)
         st.caption(t("lab_protocols.wire_pass_note", calls=WIRE_CALLS))
         rows = [r.to_row() for r in results]
         for row in rows:
