@@ -33,6 +33,12 @@ def test_lab_page_in_chinese_before_a_run(lab_on_session_server):
     assert not at.exception, [e.value for e in at.exception]
     assert lessons.t("why.load_needs_run", "zh") in [i.value for i in at.info]
     assert lessons.t("why.m_pending", "zh") in [m.label for m in at.metric]
+    at.session_state["tk_models_open"] = True  # the sidebar's models table, with the metrics port's counts
+    at.run()
+    table = at.sidebar.dataframe[0].value
+    assert lessons.t("sidebar.col_served", "zh") in table.columns
+    served = dict(zip(table.iloc[:, 0], table[lessons.t("sidebar.col_served", "zh")], strict=True))
+    assert served["classifier"] >= 0 and set(served) >= {"classifier", "image_classifier"}
 
 
 def test_lab_shows_why_beside_what(lab_on_session_server):

@@ -12,6 +12,7 @@ import time
 
 import streamlit as st
 
+from triton_kitchen import metrics
 from triton_kitchen.repository import ServerStatus
 from triton_kitchen.server import DEFAULT_PORTS
 from ui import i18n, server
@@ -115,14 +116,34 @@ def _status(status: ServerStatus | None) -> None:
     if not models.open:
         return
     with models:
-        rows = [
-            {
+        counts = _metrics_now()
+        rows = []
+        for m in status.models:
+            row = {
                 t("sidebar.col_model"): m.name,
                 t("sidebar.col_state"): ("✅ " if m.ready else "⛔ ") + (m.state or "?"),
             }
-            for m in status.models
-        ]
+            if counts is not None:  # Triton's metrics port: served, average batch, waiting now
+                c = counts.models.get(m.name)
+                row[t("sidebar.col_served")] = int(c.success) if c else 0
+                row[t("sidebar.col_batch")] = round(c.mean_batch, 2) if c and c.mean_batch else None
+                row[t("sidebar.col_waiting")] = int(c.pending) if c else 0
+            rows.append(row)
         st.dataframe(rows, hide_index=True, width="stretch")
+        if counts is None:
+            st.caption(t("sidebar.metrics_none"))
+
+
+def _metrics_now():
+    """The metrics port's counters now, or None (a remote server may keep it closed)."""
+    ep = server.endpoint()
+    if ep is None:
+        return None
+    url = ep.metrics_url or f"{ep.http_url.rsplit(':', 1)[0]}:{DEFAULT_PORTS['metrics']}"
+    try:
+        return metrics.scrape(url, timeout=1.0)
+    except metrics.MetricsError:
+        return None
 
 
 def _signature() -> tuple:
