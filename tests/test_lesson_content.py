@@ -173,7 +173,7 @@ def test_mistakes_fail_with_the_error_the_lesson_names(lang, chapter, index, rol
     assert quote, f'{lang} ch{chapter}: a mistake block is followed by Triton\'s words in *"…"*'
     editor, cli = _checker_problems(code, tmp_path)
     assert editor and cli, "a mistake block must fail"
-    assert any(quote in _norm(p.triton or "") for p in editor), (quote, [p.triton for p in editor])
+    assert any(quote in _norm(p.triton_message or "") for p in editor), (quote, [p.triton_message for p in editor])
     assert any(quote in _norm(p.triton_message or "") for p in cli), (quote, [p.triton_message for p in cli])
 
 
@@ -264,7 +264,7 @@ def _mistake_wordings(tmp_path: Path) -> list[str]:
         sub = tmp_path / f"m{n}"
         sub.mkdir()
         editor, _ = _checker_problems(code, sub)
-        out += [_norm(p.triton) for p in editor if p.triton]
+        out += [_norm(p.triton_message) for p in editor if p.triton_message]
     return out
 
 

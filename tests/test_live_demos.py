@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import experiments, lessons, mistakes
 from triton_kitchen import repository as repo
+from triton_kitchen.config import parse_config
 from triton_kitchen.ensemble import build_dag
 
 APP = "app.py"
@@ -53,7 +54,7 @@ def test_swap_input_map_swaps_one_entry_and_keeps_lines():
 def test_reverse_steps_still_loads():
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text()
     reversed_text = mistakes.reverse_steps(text)
-    cfg = repo.parse_config_text(reversed_text)
+    cfg = parse_config(reversed_text)
     assert [s.model_name for s in cfg.ensemble_scheduling.step] == ["postprocess", "classifier", "preprocess"]
     assert repo.check_ensemble_text(reversed_text, "image_classifier").ok
 

@@ -130,13 +130,13 @@ def test_editor_check_follows_the_language(change):
     for z, e in zip(zh, en, strict=True):
         assert CJK.search(z.message) and not ENGLISH_PROSE.search(z.message), z.message
         assert not CJK.search(e.message)
-        assert z.triton == e.triton  # Triton's words are never translated
+        assert z.triton_message == e.triton_message  # Triton's words are never translated
 
 
 def test_editor_wrong_key_explained_in_chinese():
     [p] = repo.check_ensemble_text(edited(*WRONG_KEY), lang="zh").problems
     assert p.message.startswith("第 2 步（classifier）：input_map 的 key 'pixels' 不是 classifier 的输入")
-    assert p.triton.startswith("in ensemble image_classifier, ensemble tensor image_tensor is mapping to")
+    assert p.triton_message.startswith("in ensemble image_classifier, ensemble tensor image_tensor is mapping to")
 
 
 # -- defect 6: steps counted from 1, like the DAG's step table ------------------------------------
@@ -158,7 +158,7 @@ def test_step_numbers_count_from_one(case):
 def test_step_numbers_match_the_steps_table_and_cli(capsys):
     text = edited(*WRONG_KEY)
     [p] = repo.check_ensemble_text(text, lang="en").problems
-    rows = repo.ensemble_steps(repo.parse_config_text(text))
+    rows = repo.ensemble_steps(parse_config(text))
     n = next(r["step"] for r in rows if r["model_name"] == "classifier")
     assert n == 2 and p.message.startswith(f"step {n} (classifier):")
     assert run_check([str(CORPUS / "cycle_three_steps" / "ens" / "config.pbtxt")]) == 1
@@ -175,7 +175,7 @@ def test_triton_zero_based_step_is_flagged():
     text = edited('output_map { key: "logits" value: "logits" }', 'output_map { key: "logits" value: "image_tensor" }')
     for lang, note in (("en", "counts steps from 0"), ("zh", "从 0 开始编号")):
         p = next(p for p in repo.check_ensemble_text(text, lang=lang).problems if p.code == "tensor_written_twice")
-        assert "step 1" in p.triton and note in p.message
+        assert "step 1" in p.triton_message and note in p.message
 
 
 # -- defect 7: the swap hint only where swapping helps -----------------------------------------

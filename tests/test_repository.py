@@ -198,7 +198,7 @@ def test_check_ensemble_swapped_map():
     assert all(isinstance(p, Problem) for p in check.problems)  # the one Problem, ensemble's
     zh = repo.check_ensemble_text(text, lang="zh").problems
     assert [p.code for p in zh] == [p.code for p in check.problems]
-    assert [p.triton_message for p in zh] == [p.triton for p in check.problems]  # Triton's words stay
+    assert [p.triton_message for p in zh] == [p.triton_message for p in check.problems]  # Triton's words stay
     assert zh[0].message != check.problems[0].message and zh[0].text("en") == zh[0].message
 
 

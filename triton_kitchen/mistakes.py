@@ -6,7 +6,7 @@ import re
 
 from google.protobuf import text_format
 
-from triton_kitchen.repository import parse_config_text
+from triton_kitchen.config import parse_config
 
 # one map entry written on one line, as the repository's configs write them
 _MAP_ENTRY = re.compile(r'(input_map\s*\{\s*key:\s*)"([^"]+)"(\s*value:\s*)"([^"]+)"')
@@ -31,7 +31,7 @@ def swap_input_map(text: str, step: int | None = None) -> str:
 
 def reverse_steps(text: str) -> str:
     """``text`` with its ensemble steps listed in reverse order (Triton schedules by data, not by order)."""
-    cfg = parse_config_text(text)
+    cfg = parse_config(text)
     steps = list(cfg.ensemble_scheduling.step)
     del cfg.ensemble_scheduling.step[:]
     cfg.ensemble_scheduling.step.extend(reversed(steps))

@@ -42,10 +42,6 @@ from triton_kitchen.tensors import short_name
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_MODELS = 500
 
-# The old name of config.parse_config (mistakes.py, views/ch8_mistakes.py and two tests still use it);
-# it raises config.ConfigError, a KitchenError.
-parse_config_text = parse_config
-
 
 class RepositoryError(KitchenError):
     """A path or file the browser cannot open; ``code`` is a key for the UI's message table."""
@@ -289,16 +285,6 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
 
 
 # -- ensembles: validation, DAG and memory through triton_kitchen.config/ensemble/diagram -------
-class _Explained(Problem):
-    """An ``ensemble.Problem`` whose ``message`` is in the page's language.
-
-    ``triton`` is the old name of ``triton_message``, kept while views/ch2, views/ch8 and tests read it."""
-
-    @property
-    def triton(self) -> str | None:
-        return self.triton_message
-
-
 @dataclass
 class EnsembleCheck:
     """An edited ensemble config: parsed (or not), its problems, its DAG and a drawing."""
@@ -316,7 +302,7 @@ class EnsembleCheck:
 _TRITON_STEP_INDEX = re.compile(r"\bstep \d+\b")
 
 
-def _explained(p: Problem, lang: str) -> _Explained:
+def _explained(p: Problem, lang: str) -> Problem:
     """``p`` explained in ``lang``; Triton's words stay as Triton wrote them.
 
     The explanation counts steps from 1, Triton's own message from 0: when Triton's names a step, say so."""
@@ -324,7 +310,7 @@ def _explained(p: Problem, lang: str) -> _Explained:
     if p.triton_message and _TRITON_STEP_INDEX.search(p.triton_message) and p.params.get("step") is not None:
         text += _msg("triton_counts_from_0", lang)
     values = {f.name: getattr(p, f.name) for f in fields(p)}
-    return _Explained(**{**values, "message": text, "msg": None})
+    return Problem(**{**values, "message": text, "msg": None})
 
 
 def _msg(key: str, lang: str, **args) -> str:
@@ -344,7 +330,7 @@ def check_ensemble_text(
 
     if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
         too_large = _msg("config_too_large", lang, limit=MAX_CONFIG_BYTES)
-        return EnsembleCheck(None, [_Explained("error", "config_too_large", too_large)])
+        return EnsembleCheck(None, [Problem("error", "config_too_large", too_large)])
     models = load_repository(repo)
     base = models.get(name)
     folder = Path(repo) / name
@@ -352,7 +338,7 @@ def check_ensemble_text(
         cfg = parse_config(text, path=f"{name}/config.pbtxt")
     except ConfigError as exc:
         explained = ensemble.config_error_msg(exc).render(lang)
-        problem = _Explained("error", exc.code, explained, exc.params, exc.line, exc.triton_message)
+        problem = Problem("error", exc.code, explained, exc.params, exc.line, exc.triton_message)
         return EnsembleCheck(None, [problem])
     entry = ModelEntry(
         name=name,
@@ -372,7 +358,7 @@ def check_ensemble_text(
             check.dot = diagram.to_dot(check.dag, lang=lang)
         except (ConfigError, KeyError, ValueError) as exc:  # a graph too broken to draw
             cannot_draw = _msg("cannot_draw", lang, error=exc)
-            check.problems.append(_Explained("warning", "cannot_draw", cannot_draw))
+            check.problems.append(Problem("warning", "cannot_draw", cannot_draw))
     return check
 
 

@@ -10,7 +10,6 @@ from triton_kitchen.config import ModelEntry
 from ui import batching_toy, state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
-from ui.sidebar import current_status
 from ui.state import t
 
 
@@ -108,7 +107,7 @@ def order_a_meal() -> None:
 
 def repository_browser() -> None:
     st.subheader(t("repo.title"))
-    status = st.session_state.get("tk_status") or current_status()
+    status = state.status()
     entries = list(catalog.models().values())
     st.caption(t("repo.path", path=str(repository.DEFAULT_REPOSITORY.name) + "/"))
     rows = repository.summary_rows(entries, status)

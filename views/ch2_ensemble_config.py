@@ -50,8 +50,8 @@ def editor() -> None:
             where = t("ch2.line", line=p.line) + " · " if p.line else ""
             icon = "⛔" if p.severity == "error" else "⚠️"
             st.markdown(f"{icon} {where}{p.message}")
-            if p.triton:
-                st.caption(t("live.triton_said", message=p.triton))
+            if p.triton_message:
+                st.caption(t("live.triton_said", message=p.triton_message))
         if check.config is not None and check.config.ensemble_scheduling.step:
             with st.expander(t("ch2.steps_table")):
                 st.dataframe(

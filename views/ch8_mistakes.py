@@ -11,6 +11,7 @@ from triton_kitchen import mistakes
 from triton_kitchen import repository as repo
 from triton_kitchen import requests_view as rv
 from triton_kitchen.classify import ClassifyError
+from triton_kitchen.config import parse_config
 from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
 from triton_kitchen.experiments import cascade_call
 from ui import errors, state
@@ -29,14 +30,14 @@ def _map_direction() -> None:
     )
     for p in check.problems[:3]:
         st.markdown(f"⛔ {p.message}")
-        if p.triton:
-            st.caption(t("live.triton_said", message=p.triton))
+        if p.triton_message:
+            st.caption(t("live.triton_said", message=p.triton_message))
 
 
 def _order() -> None:
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
     reversed_text = mistakes.reverse_steps(text)
-    cfg = repo.parse_config_text(reversed_text)
+    cfg = parse_config(reversed_text)
     check = repo.check_ensemble_text(reversed_text, lang=state.lang())
     st.caption(t("ch8.m2_reversed", order=" → ".join(s.model_name for s in cfg.ensemble_scheduling.step)))
     if check.ok:

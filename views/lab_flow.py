@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import experiments, flow, kserve
-from triton_kitchen.config import load_repository
+from triton_kitchen import catalog, experiments, flow, kserve
 from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import state, tables
 from ui.image_picker import pick_image
@@ -17,8 +16,7 @@ st.caption(t("lab_flow.intro"))
 
 @st.cache_data(show_spinner=False)
 def _ensembles() -> list[str]:
-    repo = load_repository(DEFAULT_REPOSITORY)
-    return sorted(n for n, e in repo.items() if e.config is not None and e.config.platform == "ensemble")
+    return catalog.ensemble_names()
 
 
 @st.cache_data(show_spinner=False)
