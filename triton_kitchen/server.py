@@ -345,7 +345,8 @@ class EmbeddedServer:
                 self._stop_process()
                 # the supervisor exits with tritonserver's status; a signal shows as negative or 128+N
                 raise self._failure("tritonserver exited during start-up:", aborted=rc < 0 or rc > 128)
-            if probe_kserve(self.http_url, timeout=0.5):
+            # the metrics service starts a moment after HTTP: wait for both, so a first scrape finds it
+            if probe_kserve(self.http_url, timeout=0.5) and not port_is_free(self.ports["metrics"], self.host):
                 self.startup_seconds = time.monotonic() - t0
                 return self.endpoint
             time.sleep(0.1)
