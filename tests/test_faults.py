@@ -94,16 +94,16 @@ def test_killed_server_is_reported_and_restarted(small, embedded_app):
 def test_live_trace_works_right_after_a_restart(small, sample_jpegs):
     """Newcomer review defect 3: after a restart the flow lab's trace failed ~19 sends in a row."""
     import numpy as np
+    import tritonclient.grpc as grpcclient
 
-    from triton_kitchen import trace
-    from triton_kitchen.clients import client_for
+    from triton_kitchen import clients, trace
     from triton_kitchen.imaging import preprocess_bytes
 
     pixels = preprocess_bytes(sample_jpegs["coffee"])[None]
 
     def traced_call() -> trace.RequestTimeline:
         ep = small.endpoint
-        client, lib = client_for("grpc", ep)
+        client, lib = clients.grpc_client(ep), grpcclient
         tensor = lib.InferInput("input", list(pixels.shape), "FP32")
         tensor.set_data_from_numpy(np.ascontiguousarray(pixels, dtype=np.float32))
         _, tl = trace.capture(ep, "classifier", lambda: client.infer("classifier", [tensor]))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
-from triton_kitchen import trace
-from triton_kitchen.clients import client_for
+from triton_kitchen import clients, trace
 from triton_kitchen.ensemble import build_dag
 from triton_kitchen.flow import RECORDED_TRACE, step_models
 from triton_kitchen.server import DEFAULT_REPOSITORY
@@ -101,10 +103,12 @@ def test_overlap():
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_live_trace_of_one_request(server, sample_jpegs, protocol):
     ep = server.endpoint
-    client, lib = client_for(protocol, ep)
+    lib = httpclient if protocol == "http" else grpcclient
     tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
     tensor.set_data_from_numpy(np.array([[sample_jpegs["coffee"]]], dtype=object))
-    result, tl = trace.capture(ep, "image_classifier", lambda: client.infer("image_classifier", [tensor]))
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(clients.http(ep)) if protocol == "http" else clients.grpc_client(ep)
+        result, tl = trace.capture(ep, "image_classifier", lambda: client.infer("image_classifier", [tensor]))
     assert result.as_numpy("top5_labels") is not None
     assert tl.source == "trace" and tl.protocol == protocol
     check_tree(tl, ["preprocess", "classifier", "postprocess"])
@@ -124,7 +128,7 @@ def test_live_trace_of_one_request(server, sample_jpegs, protocol):
 
 def test_statistics_fallback_labels_itself(server, sample_jpegs):
     ep = server.endpoint
-    client, lib = client_for("grpc", ep)
+    client, lib = clients.grpc_client(ep), grpcclient
     tensor = lib.InferInput("image_bytes", [1, 1], "BYTES")
     tensor.set_data_from_numpy(np.array([[sample_jpegs["camera"]]], dtype=object))
     models, preds = step_models(build_dag("image_classifier", DEFAULT_REPOSITORY, validate=False))
@@ -161,18 +165,12 @@ def test_statistics_timeline_lays_branches_side_by_side():
     assert by["d"].start_ns == max(by["b"].end_ns, by["c"].end_ns)
 
 
-def test_a_tritonclient_http_client_still_names_its_server():
-    """Transitional: callers that still pass a tritonclient HTTP client reach the same server through kserve."""
-    import tritonclient.http as httpclient
-
+def test_trace_targets_are_endpoints_or_addresses():
     from triton_kitchen.errors import KitchenError
     from triton_kitchen.server import Endpoint
 
-    client = httpclient.InferenceServerClient("127.0.0.1:8123")
-    try:
-        assert trace.as_target(client) == "127.0.0.1:8123"
-    finally:
-        client.close()
     ep = Endpoint(http_url="127.0.0.1:1", grpc_url="127.0.0.1:2")
-    assert trace.as_target(ep) is ep
+    assert trace.as_target(ep) is ep and trace.as_target("127.0.0.1:8123") == "127.0.0.1:8123"
+    with pytest.raises(TypeError):
+        trace.as_target(object())  # a tritonclient client no longer: every caller passes an Endpoint
     assert isinstance(trace.TraceError("not_found", "x"), KitchenError)

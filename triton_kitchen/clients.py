@@ -26,7 +26,6 @@ DEFAULT_TIMEOUT_S = 30.0
 
 _grpc_clients: dict[str, grpcclient.InferenceServerClient] = {}
 _lock = threading.Lock()
-_legacy = threading.local()  # http_client()'s per-thread clients, for callers not moved yet
 
 
 def grpc_client(endpoint: Endpoint) -> grpcclient.InferenceServerClient:
@@ -48,28 +47,6 @@ def http(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[htt
         client.close()
 
 
-def http_client(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S) -> httpclient.InferenceServerClient:
-    """This thread's HTTP client for ``endpoint``. Kept for callers not yet moved: new code uses
-    :func:`http` (inference) or :mod:`~triton_kitchen.kserve` (everything else)."""
-    cache = _legacy.__dict__.setdefault("clients", {})
-    key = (endpoint.http_url, timeout)
-    if key not in cache:
-        cache[key] = httpclient.InferenceServerClient(
-            endpoint.http_url, connection_timeout=timeout, network_timeout=timeout
-        )
-    return cache[key]
-
-
-def client_for(protocol: str, endpoint: Endpoint):
-    """``"http..."`` or ``"grpc"`` -> (client, the tritonclient module that goes with it). The gRPC client is
-    the shared one; the HTTP one is :func:`http_client`'s (prefer ``with http(endpoint)``)."""
-    if protocol.startswith("http"):
-        return http_client(endpoint), httpclient
-    if protocol == "grpc":
-        return grpc_client(endpoint), grpcclient
-    raise ValueError(f"unknown protocol {protocol!r}")
-
-
 def _close(clients: list) -> None:
     for client in clients:
         try:
@@ -79,14 +56,12 @@ def _close(clients: list) -> None:
 
 
 def close_all() -> None:
-    """Close and forget every shared gRPC client (and this thread's :func:`http_client` ones): after a
-    server restart, and at exit (a gRPC client collected after grpc's own teardown prints a traceback)."""
+    """Close and forget every shared gRPC client: after a server restart, and at exit (a gRPC client
+    collected after grpc's own teardown prints a traceback)."""
     with _lock:
         shared = list(_grpc_clients.values())
         _grpc_clients.clear()
-    legacy = _legacy.__dict__.get("clients", {})
-    _close([*shared, *legacy.values()])
-    legacy.clear()
+    _close(shared)
 
 
 atexit.register(close_all)

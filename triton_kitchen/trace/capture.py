@@ -27,15 +27,10 @@ _capture_lock = threading.Lock()
 
 
 def as_target(target) -> Target:
-    """An Endpoint or ``host:port`` as it is; a ``tritonclient.http`` client as its ``host:port``.
-
-    Transitional: some callers still pass a tritonclient HTTP client (see the report of issue 15)."""
+    """An Endpoint or ``host:port``, as kserve takes them."""
     if isinstance(target, Endpoint | str):
         return target
-    url = getattr(target, "_parsed_url", None)
-    if url is None:
-        raise TypeError(f"expected an Endpoint or host:port, got {type(target).__name__}")
-    return f"{url.host}:{url.port}"
+    raise TypeError(f"expected an Endpoint or host:port, got {type(target).__name__}")
 
 
 def trace_settings(target, model: str | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
