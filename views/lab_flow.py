@@ -15,6 +15,12 @@ st.caption(t("lab_flow.intro"))
 
 
 @st.cache_data(show_spinner=False)
+def _kept(key: str, result) -> None:
+    """Keep an experiment's result, unless the class's lab budget was taken (the page said so)."""
+    if result is not state.BUSY:
+        st.session_state[key] = result
+
+
 def _ensembles() -> list[str]:
     return catalog.ensemble_names()
 
@@ -89,7 +95,7 @@ with tabs[0]:
     st.caption(t("lab_flow.exp_chaining_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
         with st.spinner("…"):
-            st.session_state["exp_chain_result"] = experiments.chaining(ep, image, repeats=5, budget_s=20)
+            _kept("exp_chain_result", state.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)))
     res = st.session_state.get("exp_chain_result")
     if res is not None:
         import plotly.graph_objects as go
@@ -126,9 +132,8 @@ with tabs[1]:
     st.caption(t("lab_flow.exp_parallel_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
         with st.spinner("…"):
-            st.session_state["exp_par_result"] = experiments.parallel_branches(
-                ep, image, repeats=3, budget_s=20
-            )
+            _kept("exp_par_result", state.lab_run(2, lambda: experiments.parallel_branches(
+                ep, image, repeats=3, budget_s=20)))
     res = st.session_state.get("exp_par_result")
     if res is not None:
         d = res.to_dict()
@@ -154,7 +159,7 @@ with tabs[2]:
 
         photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
         with st.spinner("…"):
-            st.session_state["exp_casc_result"] = experiments.cascade(ep, photos, repeats=1, budget_s=20)
+            _kept("exp_casc_result", state.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)))
     rows = st.session_state.get("exp_casc_result")
     if rows:
         tables.show(
@@ -173,7 +178,7 @@ with tabs[3]:
     st.caption(t("lab_flow.exp_batching_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
         with st.spinner("…"):
-            st.session_state["exp_q_result"] = experiments.batching_queue(ep, image, repeats=3, burst=4)
+            _kept("exp_q_result", state.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)))
     for r in st.session_state.get("exp_q_result") or []:
         st.markdown(
             "- "

@@ -288,8 +288,10 @@ with tab_check:
                  disabled=bench.perf_analyzer_binary() is None):
         with st.spinner(t("lab_protocols.running")):
             try:
-                state.lab_run(kc, lambda: st.session_state.__setitem__("proto_check", bench.cross_check(
-                    ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2))))
+                checked = state.lab_run(kc, lambda: bench.cross_check(ep, model, kp, kc, float(kd),
+                                                                      rounds=max(3, int(kd) // 2)))
+                if checked is not state.BUSY:
+                    st.session_state["proto_check"] = checked
             except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
                 state.show_error("server_error", str(exc))
     if bench.perf_analyzer_binary() is None:
