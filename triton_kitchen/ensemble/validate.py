@@ -389,6 +389,18 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
             on_warning(i, tensor, old, new, mp, key)
         return True
 
+    def unknown_keys(i: int, mapping, names: set[str], code: str, field: str, names_key: str, message) -> bool:
+        """Report every key of an input_map/output_map that names no tensor of the step's model (Triton's
+        message, its wording per map); True when there was one."""
+        bad = False
+        for key, tensor in mapping.items():
+            if key not in names:
+                if on_error:
+                    on_error(i, code, message(tensor, key), field, key, tensor=tensor, key=key,
+                             **{names_key: sorted(names)})
+                bad = True
+        return bad
+
     for i, step in enumerate(cfg.ensemble_scheduling.step):
         scfg = repo[step.model_name].config if step.model_name in repo else None
         if scfg is None:
@@ -396,17 +408,11 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
         sb = scfg.max_batch_size > 0
         mid = step.model_name
         in_names = {io.name for io in scfg.input}
-        bad = False
-        for key, tensor in step.input_map.items():
-            if key not in in_names:
-                if on_error:
-                    on_error(i, "map_to_missing_input",
-                             f"in ensemble {ens}, ensemble tensor {tensor} is mapping to non-existing input {key} "
-                             f"in model {mid}", "input_map", key, tensor=tensor, key=key,
-                             inputs=sorted(in_names))
-                bad = True
-        if bad:
+        if unknown_keys(i, step.input_map, in_names, "map_to_missing_input", "input_map", "inputs",
+                        lambda tensor, key, mid=mid: f"in ensemble {ens}, ensemble tensor {tensor} is mapping to "
+                                            f"non-existing input {key} in model {mid}"):
             continue
+        bad = False
         for io in scfg.input:
             if io.name in step.input_map:
                 tensor = step.input_map[io.name]
@@ -425,15 +431,9 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
         if bad:
             continue
         out_names = {io.name for io in scfg.output}
-        for key, tensor in step.output_map.items():
-            if key not in out_names:
-                if on_error:
-                    on_error(i, "map_from_missing_output",
-                             f"in ensemble {ens}, ensemble tensor {tensor} is mapped from non-existing output {key} "
-                             f"in model {step.model_name}", "output_map", key, tensor=tensor, key=key,
-                             outputs=sorted(out_names))
-                bad = True
-        if bad:
+        if unknown_keys(i, step.output_map, out_names, "map_from_missing_output", "output_map", "outputs",
+                        lambda tensor, key, mid=mid: f"in ensemble {ens}, ensemble tensor {tensor} is mapped from "
+                                            f"non-existing output {key} in model {mid}"):
             continue
         sibling = _TNode(mid)
         for io in scfg.output:
