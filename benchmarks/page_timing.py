@@ -16,6 +16,13 @@ The same is measured for benchmarks/floor_app.py, a Streamlit app that shows onl
 fresh-tab time is Streamlit's own start-up on this machine, which no page can beat. Figures are
 printed as seconds and as ratios to that floor, measured in this run. The browser, both apps and
 Triton share this machine's cores.
+
+Where a fresh tab's time goes, without a browser: "script" is the median seconds of the page's script run
+in a new session over Streamlit's own websocket protocol (what the server does: the sidebar's status, the
+page's calls and figures), and "elements" what the page sends the browser to draw (plotly charts, graphviz
+charts, dataframes, images each load and run more frontend code). "main thread" is the seconds
+Chromium's main thread of a fresh tab had been busy (TaskDuration; script, layout and style apart in
+--json) when the page became interactive. Fresh-tab time is about the floor + script + drawing. Targets (issue 15): fresh tab within 1.3x the floor; moving in an open tab within 1 s.
 """
 
 from __future__ import annotations
@@ -34,10 +41,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _server import start_streamlit  # noqa: E402
-from conftest import CHROMIUM, CHROMIUM_ARGS, _page_urls  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 from triton_kitchen import lessons  # noqa: E402
 from triton_kitchen.server import free_port  # noqa: E402
+from ui.pages import LABS  # noqa: E402
+
+FRESH_TARGET = 1.3  # a fresh tab within this many times the floor app's
+IN_TAB_TARGET_S = 1.0  # moving between pages in an open tab
+# elements whose drawing loads and runs more frontend code than text does
+HEAVY_ELEMENTS = ("plotly_chart", "graphviz_chart", "arrow_data_frame", "arrow_table", "imgs", "vega_lite_chart")
 
 OUT = ROOT / "benchmarks" / "out"  # the apps' own output (gitignored)
 FLOOR_TITLE = "Triton Kitchen floor"
@@ -67,10 +80,24 @@ def arrive(page, text: str, go) -> tuple[float, float]:
     return title, time.monotonic() - t0
 
 
-def fresh(browser, url: str, text: str) -> tuple[float, float]:
+# Chromium's own accounting of a tab's main thread (seconds, from the tab's start), read when it is interactive
+MAIN_THREAD = {"tasks": "TaskDuration", "script": "ScriptDuration", "layout": "LayoutDuration",
+               "style": "RecalcStyleDuration"}  # fmt: skip
+
+
+def fresh(browser, url: str, text: str, main_thread: dict | None = None) -> tuple[float, float]:
+    """A new tab opening ``url``: seconds until the title shows and until interactive. With ``main_thread``,
+    also what the tab's main thread had done by then (Chromium's Performance metrics), into that dict."""
     page = browser.new_page()
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
     try:
-        return arrive(page, text, lambda: page.goto(url, wait_until="commit"))
+        timings = arrive(page, text, lambda: page.goto(url, wait_until="commit"))
+        if main_thread is not None:
+            metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+            for name, metric in MAIN_THREAD.items():
+                main_thread.setdefault(name, []).append(metrics.get(metric, 0.0))
+        return timings
     finally:
         page.close()
         time.sleep(0.5)  # let the closed tab's work finish before the next measurement
@@ -132,6 +159,45 @@ def after_server_up(browser, base: str, titles: dict[str, str], lang: str) -> di
     return after
 
 
+async def _script_run(ws_url: str, page: str, query: str) -> tuple[float, dict[str, int]]:
+    """One new session runs ``page`` once: seconds until the script finished, and the elements it sent."""
+    import asyncio
+
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    elements: dict[str, int] = {}
+    async with websockets.connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=30) as ws:
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = page
+        t0 = time.perf_counter()
+        await ws.send(msg.SerializeToString())
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(await asyncio.wait_for(ws.recv(), 120))
+            kind = fm.WhichOneof("type")
+            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                name = fm.delta.new_element.WhichOneof("type")
+                elements[name] = elements.get(name, 0) + 1
+            elif kind == "script_finished":
+                return time.perf_counter() - t0, elements
+
+
+def script_runs(base: str, pages: dict[str, str], query: str, reps: int) -> dict[str, dict]:
+    """Per page: the median seconds of a new session's script run, and the heavy elements it draws."""
+    import asyncio
+
+    ws_url = base.replace("http://", "ws://") + "/_stcore/stream"
+    out = {}
+    for url, page in pages.items():
+        runs = [asyncio.run(_script_run(ws_url, page, query)) for _ in range(reps)]
+        heavy = {k: v for k, v in runs[-1][1].items() if k in HEAVY_ELEMENTS}
+        out[url] = {"script": round(statistics.median(r[0] for r in runs), 2), "elements": heavy}
+    return out
+
+
 def _port_taken(port: int) -> bool:
     import socket
 
@@ -151,34 +217,40 @@ def main() -> int:
     parser.add_argument("--lang", default="en", choices=lessons.LANGS)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--up-tabs", default="all", help="pages open while Triton starts: all, or a comma list")
+    parser.add_argument(
+        "--up-tabs", default="all", help="pages open while Triton starts: all, none, or a comma list"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     ui = lessons.ui_strings(args.lang)
     titles = {"home": ui["app.title"]}
     titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in range(1, 9)}
-    titles |= {url: ui[f"{Path(path).stem}.title"] for path, url in _page_urls().items() if url.startswith("lab-")}
+    titles |= {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
     floor_app, floor_base = start_app("benchmarks/floor_app.py")
     app, base = start_app("app.py")
     result: dict = {"fresh": {}, "in_tab": {}}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            up_tabs = titles if args.up_tabs == "all" else {u: titles[u] for u in args.up_tabs.split(",")}
-            result["server_up"] = after_server_up(browser, base, up_tabs, args.lang)
+            up_tabs = titles if args.up_tabs == "all" else {u: titles[u] for u in args.up_tabs.split(",") if u != "none"}
+            result["server_up"] = after_server_up(browser, base, up_tabs, args.lang) if up_tabs else {"skipped": "--up-tabs none"}
             first = browser.new_page()
             first.goto(f"{base}/ch1?lang={args.lang}")
             first.wait_for_selector("button[kind=primary]:not([disabled])", timeout=180_000)  # Triton is up
             # warm the browser's cache of both apps' scripts, as a class's second visit would be
             for url, text in [(f"{floor_base}/", FLOOR_TITLE), *((f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items())]:
                 fresh(browser, url, text)
-            floor = [fresh(browser, f"{floor_base}/", FLOOR_TITLE) for _ in range(args.reps)]
+            threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
+            floor = [fresh(browser, f"{floor_base}/", FLOOR_TITLE, threads["(floor app)"]) for _ in range(args.reps)]
             result["floor"] = median_pair(floor)
             for url, text in titles.items():
                 result["fresh"][url] = median_pair(
-                    [fresh(browser, f"{base}/{url}?lang={args.lang}", text) for _ in range(args.reps)]
+                    [fresh(browser, f"{base}/{url}?lang={args.lang}", text, threads[url]) for _ in range(args.reps)]
                 )
+            result["main_thread"] = {
+                u: {k: round(statistics.median(v), 2) for k, v in m.items()} for u, m in threads.items()
+            }
             order = [u for u in titles if u != "ch1"] + ["ch1"]  # the tab starts on ch1
             samples: dict[str, list] = {u: [] for u in order}
             for _ in range(args.reps):
@@ -189,18 +261,36 @@ def main() -> int:
                     time.sleep(0.5)
             result["in_tab"] = {u: median_pair(s) for u, s in samples.items()}
             browser.close()
+        query = f"lang={args.lang}"
+        result["script"] = script_runs(floor_base, {"(floor app)": ""}, "", args.reps)
+        result["script"] |= script_runs(base, {u: ("" if u == "home" else u) for u in titles}, query, args.reps)
     finally:
         for proc in (app, floor_app):
             proc.terminate()
             proc.wait(20)
     floor_s = result["floor"]["interactive"]
     result["fresh_ratio_to_floor"] = {u: round(v["interactive"] / floor_s, 2) for u, v in result["fresh"].items()}
-    print(f"{'page':14s} {'fresh title':>11s} {'interactive':>11s} {'÷ floor':>8s} {'in-tab title':>12s} {'interactive':>11s}")
-    print(f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f}")
+    head = f"{'page':14s} {'fresh title':>11s} {'interactive':>11s} {'÷ floor':>8s} {'in-tab title':>12s}"
+    print(f"{head} {'interactive':>11s} {'script':>7s} {'main thread':>11s}  heavy elements")
+    floor_script = result["script"]["(floor app)"]["script"]
+    floor_mt = result["main_thread"]["(floor app)"]
+    print(f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f} {'':12s} {'':11s}"
+          f" {floor_script:7.2f} {floor_mt['tasks']:11.2f}")
     for url in titles:
-        f, i = result["fresh"][url], result["in_tab"][url]
+        f, i, sc = result["fresh"][url], result["in_tab"][url], result["script"][url]
         ratio = result["fresh_ratio_to_floor"][url]
-        print(f"{url:14s} {f['title']:11.2f} {f['interactive']:11.2f} {ratio:8.2f} {i['title']:12.2f} {i['interactive']:11.2f}")
+        heavy = ", ".join(f"{k} {v}" for k, v in sorted(sc["elements"].items()))
+        print(
+            f"{url:14s} {f['title']:11.2f} {f['interactive']:11.2f} {ratio:8.2f} {i['title']:12.2f}"
+            f" {i['interactive']:11.2f} {sc['script']:7.2f} {result['main_thread'][url]['tasks']:11.2f}  {heavy}"
+        )
+    slow_fresh = [u for u, r in result["fresh_ratio_to_floor"].items() if r > FRESH_TARGET]
+    slow_tab = [u for u, v in result["in_tab"].items() if v["interactive"] > IN_TAB_TARGET_S]
+    result["targets"] = {"fresh_over_1.3x": slow_fresh, "in_tab_over_1s": slow_tab}
+    print(f"fresh tab within {FRESH_TARGET}x the floor: {len(titles) - len(slow_fresh)}/{len(titles)} pages"
+          + (f" (over: {', '.join(slow_fresh)})" if slow_fresh else ""))
+    print(f"in an open tab within {IN_TAB_TARGET_S:.0f} s: {len(titles) - len(slow_tab)}/{len(titles)} pages"
+          + (f" (over: {', '.join(slow_tab)})" if slow_tab else ""))
     up = result["server_up"]
     if "skipped" in up:
         print("after server up:", up["skipped"])
