@@ -95,7 +95,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         fd, log = tempfile.mkstemp(prefix="tk-no-live-", suffix=".log")
         os.close(fd)
         os.environ[GUARD_ENV] = log
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD_DIR), os.environ.get("PYTHONPATH")]))
+        paths = [str(GUARD_DIR), os.environ.get("PYTHONPATH")]
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         forbid_live_processes()
 
 

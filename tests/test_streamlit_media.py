@@ -20,7 +20,10 @@ from conftest import wait_http
 from triton_kitchen.server import free_port
 
 # what Chromium sends for an <img>; the breakage is in the compression middleware, so Accept-Encoding matters
-BROWSER_HEADERS = {"Accept": "image/avif,image/webp,image/*,*/*;q=0.8", "Accept-Encoding": "gzip, deflate, br, zstd"}
+BROWSER_HEADERS = {
+    "Accept": "image/avif,image/webp,image/*,*/*;q=0.8",
+    "Accept-Encoding": "gzip, deflate, br, zstd",
+}
 pytestmark = pytest.mark.live  # starts `streamlit run` (no tritonserver)
 
 SCRIPT = """

@@ -1,5 +1,5 @@
-"""The fast tier's promise: under `-m "not live"` nothing starts tritonserver, Chromium or streamlit, and a test
-that tries (in the test process or in a child Python) fails the run, naming itself (tests/_tiers.py)."""
+"""The fast tier's promise: under `-m "not live"` nothing starts tritonserver, Chromium or streamlit, and a
+test that tries (in the test process or in a child Python) fails the run, naming itself (tests/_tiers.py)."""
 
 from __future__ import annotations
 

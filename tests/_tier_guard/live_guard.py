@@ -13,7 +13,9 @@ from pathlib import Path
 GUARD_ENV = "TRITON_KITCHEN_NO_LIVE"  # set under the fast tier: the file where refused starts are logged
 
 # program names (the last part of an argument that is a path or a module) that only live tests may start
-FORBIDDEN = frozenset({"tritonserver", "triton_kitchen._supervise", "chromium", "chromium-browser", "streamlit"})
+FORBIDDEN = frozenset(
+    {"tritonserver", "triton_kitchen._supervise", "chromium", "chromium-browser", "streamlit"}
+)
 
 
 def _forbidden(args) -> str | None:
