@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import switch_page
 from triton_kitchen import lessons
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

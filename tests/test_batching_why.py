@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import switch_page
 from triton_kitchen import batching, lessons
 from ui import server as ui_server
 
