@@ -8,7 +8,7 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import batching, calibration, metrics, sim_figures
+from triton_kitchen import batching, calibration, kserve, metrics, sim_figures
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
 from ui import errors, state, tables
 from ui.i18n import lang, t
@@ -19,11 +19,17 @@ LOAD_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)  # of the measured "on" throu
 
 
 def calibration_for(ep: Endpoint):
-    """This session's calibration on this server (measured on first use: ~4 s of load at concurrency 1)."""
+    """This session's calibration on this server (measured on first use: ~4 s of load at concurrency 1), or
+    None, said on the page, when the server gives nothing to calibrate from: the measurement still runs, only
+    without a prediction (never a made-up one)."""
     kept = st.session_state.get(CAL_KEY)
     if kept is not None and kept[0] == ep.http_url:
         return kept[1]
-    cal = calibration.calibrate(ep, batching.MODEL)
+    try:
+        cal = calibration.calibrate(ep, batching.MODEL)
+    except (calibration.CalibrationError, kserve.KServeError) as exc:
+        errors.show_error(exc)
+        return None
     st.session_state[CAL_KEY] = (ep.http_url, cal)
     return cal
 
