@@ -1,0 +1,42 @@
+"""ARCHITECTURE.md stays the map of the code as it is: every library and ui module is in it, and every file
+path it names exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def test_every_library_and_ui_module_is_on_the_map():
+    missing = []
+    for folder in ("triton_kitchen", "ui"):
+        for path in sorted((ROOT / folder).iterdir()):
+            if path.name.startswith(("__", ".")) or path.name == "__pycache__":
+                continue
+            if path.is_dir() and not any(path.glob("*.py")):
+                name = f"{path.name}/"  # a data folder
+            elif path.is_dir():
+                name = f"{path.name}/"
+            elif path.suffix == ".py":
+                name = path.name
+            else:
+                continue
+            if f"`{name}" not in TEXT and f"`{folder}/{name}" not in TEXT:
+                missing.append(f"{folder}/{name}")
+    assert missing == [], f"ARCHITECTURE.md does not say what these hold: {missing}"
+
+
+def test_every_path_it_names_exists():
+    named = set(re.findall(r"`((?:[\w.-]+/)+[\w.-]*)`", TEXT))
+    named |= {m for m in re.findall(r"`([\w/.-]+\.(?:py|md|toml|txt|json|yml))`", TEXT) if "/" in m}
+    # a path may be relative to the root, to the package it is listed under, or to a model's folder
+    bases = [ROOT, ROOT / "triton_kitchen", ROOT / "ui", *(ROOT / "model_repository").iterdir()]
+    placeholders = ("NN", "slug", "chN", "<", "*")
+    absent = [
+        p for p in sorted(named)
+        if not any(h in p for h in placeholders) and not any((base / p).exists() for base in bases)
+    ]  # fmt: skip
+    assert absent == [], f"ARCHITECTURE.md names paths that do not exist: {absent}"
