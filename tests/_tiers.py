@@ -4,7 +4,9 @@ automatically so that no hand-kept list can drift; ``pytest -m "not live"`` is t
 A test is live when
 - it uses a fixture (directly or through other fixtures) from ``LIVE_FIXTURES``, or
 - its body, or a function of its module it calls (followed transitively), names one of ``LIVE_NAMES``
-  (``AppTest``, ``EmbeddedServer``, ``streamlit_app``, Playwright), or
+  (``EmbeddedServer``, ``streamlit_app``, Playwright) or runs an app script with ``AppTest.from_file`` (app.py
+  and the views talk to the server; a small page of the test's own, ``AppTest.from_function``, is ``app`` but
+  not ``live``, and the guard below proves it starts nothing), or
 - it carries the ``browser`` marker, or its module sets ``pytestmark = pytest.mark.live``.
 Tests that run the app get the ``app`` marker too, tests that drive Chromium ``browser``.
 
@@ -40,8 +42,9 @@ LIVE_FIXTURES = frozenset(
 )
 # names whose use in a test (or a helper it calls) means it runs the app, a server or a browser
 APP_NAMES = frozenset({"AppTest"})
+APP_SCRIPT_NAMES = frozenset({"from_file"})  # AppTest.from_file: app.py or a view, with the sidebar's server
 BROWSER_NAMES = frozenset({"sync_playwright", "async_playwright", "CHROMIUM"})
-LIVE_NAMES = APP_NAMES | BROWSER_NAMES | {"EmbeddedServer", "streamlit_app", "serve"}
+LIVE_NAMES = BROWSER_NAMES | {"EmbeddedServer", "streamlit_app", "serve"}
 GUARD_DIR = Path(__file__).with_name("_tier_guard")
 
 
@@ -76,7 +79,8 @@ def tier_markers(item: pytest.Item) -> set[str]:
         marks.add("browser")
     if names & APP_NAMES:
         marks.add("app")
-    if marks or fixtures & LIVE_FIXTURES or names & LIVE_NAMES or item.get_closest_marker("browser"):
+    app_script = bool(names & APP_NAMES and names & APP_SCRIPT_NAMES)
+    if "browser" in marks or app_script or fixtures & LIVE_FIXTURES or names & LIVE_NAMES or item.get_closest_marker("browser"):
         marks.add("live")
     return marks
 

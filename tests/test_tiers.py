@@ -94,13 +94,22 @@ def test_live_tests_are_found_without_hand_marks(tmp_path):
 
         def open_page():
             from streamlit.testing.v1 import AppTest
-            return AppTest
+            return AppTest.from_file
+
+        def own_page():
+            import streamlit as st
+            st.write("no server here")
 
         def test_uses_server(server): ...
         def test_uses_it_through_a_fixture(remote): ...
         def test_runs_the_app(): open_page()
         def test_offline(): ...
+        def test_own_small_page():
+            from streamlit.testing.v1 import AppTest
+            at = AppTest.from_function(own_page)
+            at.run()
+            assert not at.exception
         """,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed, 3 deselected" in result.stdout, result.stdout
+    assert "2 passed, 3 deselected" in result.stdout, result.stdout
