@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from triton_kitchen import metrics
+from triton_kitchen import metrics, server_stats
 from triton_kitchen.protocols import Caller, sample_inputs
 from triton_kitchen.server import free_port
 
@@ -37,6 +39,7 @@ def test_scrape_counts_the_requests_we_send(server):
             caller.call()
     finally:
         caller.close()
+    time.sleep(server_stats.SETTLE_S)  # Triton counts a request a moment after its answer has left
     after = metrics.scrape(ep.metrics_url)
     d = metrics.delta(before, after)["classifier"]
     assert d.success == 6 and d.inferences == 6 and 1 <= d.executions <= 6

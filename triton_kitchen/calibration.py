@@ -112,6 +112,7 @@ def _run(endpoint: Endpoint, model: str, inputs, protocol: str, duration_s: floa
         end = time.perf_counter() + duration_s
         while time.perf_counter() < end and len(latencies) < 5000:
             latencies.append(caller.call().latency_ms)
+        time.sleep(server_stats.SETTLE_S)
         after = server_stats.snapshot(endpoint)
     except ProtocolError as exc:
         raise CalibrationError("load_failed", str(exc)) from exc

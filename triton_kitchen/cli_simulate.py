@@ -33,8 +33,9 @@ def add_simulate_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--model", required=True)
     p.add_argument("--url", default="", help="the server's HTTP address (default: start the embedded server)")
-    p.add_argument("--protocol", default="grpc", choices=("grpc", "http-binary", "http-json"),
-                   help="protocol of the calibration load (default grpc)")
+    p.add_argument("--protocol", default="http-binary", choices=("http-binary", "http-json", "grpc"),
+                   help="protocol of the calibration load (default http-binary: --url is the HTTP address; "
+                        "grpc needs the server's gRPC port on the --url host at 8001)")
     p.add_argument("--max-queue-delay-us", type=int, default=None)
     p.add_argument("--preferred-batch-sizes", type=_sizes, default=None, help="e.g. 4,8; '' for none")
     p.add_argument("--instances", type=int, default=None)

@@ -15,6 +15,9 @@ from triton_kitchen import kserve
 from triton_kitchen.endpoint import Endpoint
 
 PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
+# Triton updates a request's statistics just after its answer has left (an ensemble's last of all): read them
+# this long after the last answer to count it.
+SETTLE_S = 0.2
 
 Snapshot = dict[str, dict]  # model name -> its statistics (versions summed)
 
