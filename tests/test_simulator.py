@@ -145,3 +145,25 @@ def test_ten_thousand_requests_in_under_a_second():
     took = time.perf_counter() - t0
     print(f"10,000 simulated requests in {took:.3f} s")
     assert res.summary["requests"] == 9000 and took < 1.0
+
+
+def test_a_client_that_prepares_one_request_at_a_time_staggers_arrivals():
+    # 4 clients, 2 ms of client work each, a 1 ms delay: with a client slot each the four answers leave again
+    # together and share one batch; on one slot (a Python client's GIL) they leave 2 ms apart, beyond the delay
+    shared = ServiceModel({1: 10.0, 8: 10.0}, outside_ms=2.0)
+    serial = ServiceModel({1: 10.0, 8: 10.0}, outside_ms=2.0, client_parallelism=1)
+    together = simulate(BatcherConfig(max_queue_delay_us=1000), shared, concurrency=4, requests=400).summary
+    staggered = simulate(BatcherConfig(max_queue_delay_us=1000), serial, concurrency=4, requests=400).summary
+    assert together["mean_batch"] == pytest.approx(4.0, rel=1e-2)
+    assert staggered["mean_batch"] < 3.0 and staggered["client_wait_ms"] > 0
+    # a delay long enough to cover the stagger gathers them again
+    gathered = simulate(BatcherConfig(max_queue_delay_us=8000), serial, concurrency=4, requests=400).summary
+    assert gathered["mean_batch"] > staggered["mean_batch"]
+
+
+def test_an_open_loop_past_saturation_sends_late_instead_of_queueing_forever():
+    service = ServiceModel({1: 10.0})  # 100 req/s at most without batching
+    res = simulate(BatcherConfig(dynamic_batching=False), service, rate_rps=200, requests=2000,
+                   max_in_flight=4).summary
+    assert res["late"] > 500 and res["throughput_rps"] == pytest.approx(100, rel=0.02)
+    assert res["latency_ms"]["p99"] <= 4 * 10.0 + 1e-6  # never more than the senders in flight ahead of it

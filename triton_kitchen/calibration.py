@@ -71,9 +71,11 @@ class Calibration:
     client_ms_at_1: float
     parallelism: float | None  # assumed (see assumed_parallelism)
     sources: dict[int, str] = field(default_factory=dict)  # batch size -> "statistics" | "calibration load"
+    # assumed: the app's load engine is a Python client whose threads take turns at the GIL for their own work
+    client_parallelism: int | None = 1
 
     def service(self) -> ServiceModel:
-        return ServiceModel(dict(self.batch_ms), self.outside_ms, self.parallelism)
+        return ServiceModel(dict(self.batch_ms), self.outside_ms, self.parallelism, self.client_parallelism)
 
     def to_json(self) -> dict:
         return {
@@ -82,6 +84,7 @@ class Calibration:
             "sources": {int(k): v for k, v in sorted(self.sources.items())},
             "outside_ms": self.outside_ms,
             "parallelism_assumed": self.parallelism,
+            "client_parallelism_assumed": self.client_parallelism,
         }
 
 

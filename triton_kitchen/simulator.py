@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 MAX_REQUESTS = 200_000
@@ -50,11 +50,15 @@ class ServiceModel:
     between and beyond the sizes given; ``outside_ms``: a request's round trip outside the server (client,
     network, serialization), half before the server sees it and half after it answers. ``parallelism``:
     how many executions the machine runs at once at full speed (on a 2-core CPU with a model that uses both
-    cores, 1: two instances then share the cores); None means unlimited (one GPU stream per instance, say)."""
+    cores, 1: two instances then share the cores); None means unlimited (one GPU stream per instance, say).
+    ``client_parallelism``: how many requests the client can prepare at once (encode, send, receive, decode take
+    ``outside_ms`` each): a Python client holds the GIL for most of it, so its threads take turns (1); None means
+    every client thread works at once. Answers that come back together then leave again one after another."""
 
     batch_ms: dict[int, float]
     outside_ms: float = 0.0
     parallelism: float | None = None
+    client_parallelism: int | None = None  # the client's own work (outside_ms) runs on this many slots at once
 
     def __post_init__(self) -> None:
         if not self.batch_ms or any(s < 1 or ms < 0 for s, ms in self.batch_ms.items()):
@@ -80,6 +84,7 @@ class SimRequest:
     arrival_ms: float  # when the server received it
     name: str = ""
     client: int | None = None
+    sent_ms: float | None = None  # when the client began the request (before its own work); None: = arrival
     start_ms: float | None = None
     end_ms: float | None = None
     batch: int | None = None
@@ -92,6 +97,11 @@ class SimRequest:
     @property
     def server_ms(self) -> float:
         return (self.end_ms or 0.0) - self.arrival_ms
+
+    @property
+    def latency_ms(self) -> float:
+        """What the client measures: from beginning the request to having the answer."""
+        return (self.end_ms or 0.0) - (self.sent_ms if self.sent_ms is not None else self.arrival_ms)
 
 
 @dataclass
@@ -112,6 +122,7 @@ class SimResult:
     batches: list[SimBatch]
     warmup: int = 0  # requests left out of the summary (closed-loop start-up)
     arrivals: str = ""
+    late: int = 0  # open loop: requests sent after their time (every sender busy)
     summary: dict = field(default_factory=dict)
 
     def measured(self) -> list[SimRequest]:
@@ -135,7 +146,7 @@ def _percentile(values: list[float], q: float) -> float | None:
 def _summarize(result: SimResult) -> dict:
     done = result.measured()
     outside = result.service.outside_ms
-    latencies = [r.server_ms + outside for r in done]
+    latencies = [r.latency_ms for r in done]
     # a steady-state rate: answers after the window opened, over the window (it opens at the last warm-up
     # answer, or at the first answer when there is no warm-up)
     ends = sorted(r.end_ms for r in result.requests if r.end_ms is not None)
@@ -159,6 +170,9 @@ def _summarize(result: SimResult) -> dict:
         "queue_ms": sum(r.queue_ms for r in done) / len(done) if done else None,
         "compute_ms": (sum(r.end_ms - r.start_ms for r in done) / len(done)) if done else None,
         "outside_ms": outside,
+        "client_wait_ms": (sum(max(0.0, r.arrival_ms - r.sent_ms - outside) for r in done) / len(done))
+        if done and all(r.sent_ms is not None for r in done) else 0.0,
+        "late": result.late,
         "calibration": {int(k): v for k, v in sorted(result.service.batch_ms.items())},
     }
 
@@ -177,7 +191,10 @@ class _Engine:
         self.requests: list[SimRequest] = []
         self.batches: list[SimBatch] = []
         self.timer_at: float | None = None
-        self.on_done = None  # callback(request, now) for closed loops
+        self.on_done = None  # callback(request, now) when a request's answer is in
+        self.on_scheduled = None  # callback(request, now): an open loop's scheduled time has come
+        self.client_free = service.client_parallelism or math.inf
+        self.client_waiting: deque[SimRequest] = deque()
 
     def push(self, t: float, kind: str, payload: object, priority: int = 1) -> None:
         self.seq += 1
@@ -186,6 +203,15 @@ class _Engine:
     def arrive(self, req: SimRequest) -> None:
         self.requests.append(req)
         self.push(req.arrival_ms, "arrive", req)
+
+    def send_at(self, req: SimRequest, t: float) -> None:
+        """A client begins ``req`` at ``t``: its own work first (``outside_ms`` on a client slot), then the server."""
+        self.requests.append(req)
+        self.push(t, "send", req)
+
+    def _client_start(self, req: SimRequest, now: float) -> None:
+        self.client_free -= 1
+        self.push(now + self.service.outside_ms, "prepared", req)
 
     def _form(self, now: float) -> list[SimRequest] | None:
         """The batch to start now, or None to wait (a timer is set for when the oldest request's delay ends)."""
@@ -251,6 +277,22 @@ class _Engine:
                     self.on_done(self.requests[rid], now)
         elif kind == "arrive":
             self.queue.append(payload)  # type: ignore[arg-type]
+        elif kind == "scheduled":
+            self.on_scheduled(payload, now)
+        elif kind == "send":
+            req: SimRequest = payload  # type: ignore[assignment]
+            req.sent_ms = now
+            if self.client_free > 0:
+                self._client_start(req, now)
+            else:
+                self.client_waiting.append(req)
+        elif kind == "prepared":
+            req = payload  # type: ignore[assignment]
+            req.arrival_ms = now
+            self.queue.append(req)
+            self.client_free += 1
+            if self.client_waiting:
+                self._client_start(self.client_waiting.popleft(), now)
         elif kind == "timer":
             self.timer_at = None
 
@@ -292,11 +334,14 @@ def simulate(
     warmup_fraction: float = 0.1,
     seed: int = 0,
     duration_s: float | None = None,
+    max_in_flight: int = 16,
 ) -> SimResult:
     """``requests`` requests, closed loop (``concurrency`` clients, each sends again ``outside_ms`` after its
     answer) or open loop (``rate_rps``, ``distribution`` constant or poisson, as perf_analyzer's
     ``--request-distribution``). The first ``warmup_fraction`` of the answers is left out of the summary.
-    ``duration_s``: also stop sending after that much simulated time (whichever comes first)."""
+    ``duration_s``: also stop sending after that much simulated time (whichever comes first). An open loop
+    sends from at most ``max_in_flight`` senders, as ``bench --request-rate`` does; beyond that, requests
+    leave late (``late``) instead of piling up without end."""
     if (concurrency is None) == (rate_rps is None):
         raise ValueError("give exactly one of concurrency and rate_rps")
     if not 1 <= requests <= MAX_REQUESTS:
@@ -304,43 +349,61 @@ def simulate(
     if distribution not in ("constant", "poisson"):
         raise ValueError("distribution must be constant or poisson")
     eng = _Engine(config, service)
-    half = service.outside_ms / 2
     rng = random.Random(seed)
     until = duration_s * 1000 if duration_s else math.inf
+    late = 0
     if concurrency is not None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        sent = 0
 
         def send(client: int, t: float) -> None:
-            nonlocal sent
-            if sent >= requests or t >= until:
+            if len(eng.requests) >= requests or t >= until:
                 return
-            # clients start a hair apart, as real threads do, so the first batch is not a tie
-            eng.arrive(SimRequest(sent, request_size, t + half, client=client))
-            sent += 1
+            eng.send_at(SimRequest(len(eng.requests), request_size, t, client=client), t)
 
-        def on_done(req: SimRequest, now: float) -> None:
-            send(req.client, now + half)  # the answer travels back, the client sends again
-
-        eng.on_done = on_done
+        eng.on_done = lambda req, now: send(req.client, now)  # the answer is in: the client goes again
         for c in range(concurrency):
-            send(c, c * 1e-6)
+            send(c, c * 1e-6)  # threads start a hair apart, so the first batch is not a tie
         label = f"closed loop, concurrency {concurrency}"
     else:
         if rate_rps <= 0:
             raise ValueError("rate_rps must be > 0")
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
         gap = 1000.0 / rate_rps
+        in_flight = 0
+        backlog: deque[SimRequest] = deque()
+
+        def scheduled(req: SimRequest, now: float) -> None:
+            nonlocal in_flight, late
+            if in_flight < max_in_flight:
+                in_flight += 1
+                eng.push(now, "send", req)
+            else:  # every sender is waiting on an answer: this one leaves late
+                late += 1
+                backlog.append(req)
+
+        def on_done(req: SimRequest, now: float) -> None:
+            nonlocal in_flight
+            in_flight -= 1
+            if backlog:
+                in_flight += 1
+                eng.push(now, "send", backlog.popleft())
+
+        eng.on_done = on_done
+        eng.on_scheduled = scheduled
         t = 0.0
         for i in range(requests):
             if t >= until:
                 break
-            eng.arrive(SimRequest(i, request_size, t + half))
+            req = SimRequest(i, request_size, t)
+            eng.requests.append(req)
+            eng.push(t, "scheduled", req)
             t += rng.expovariate(1.0 / gap) if distribution == "poisson" else gap
-        label = f"open loop, {rate_rps:g} req/s ({distribution})"
+        label = f"open loop, {rate_rps:g} req/s ({distribution}), at most {max_in_flight} in flight"
     eng.run(requests)
     sent_total = len(eng.requests)
-    result = SimResult(config, service, eng.requests, eng.batches, int(sent_total * warmup_fraction), label)
+    result = SimResult(config, service, eng.requests, eng.batches, int(sent_total * warmup_fraction), label, late)
     result.summary = _summarize(result)
     return result
 
