@@ -28,29 +28,34 @@ def timeline(result: SimResult, lang: str, until_ms: float | None = None, unit_m
     names = {r.id: (r.name or str(r.id + 1)) for r in result.requests}
     fig = go.Figure()
     queue_row = _t("toy.queue_row", lang)
-    rows = [queue_row] + [_t("toy.instance_row", lang, n=i + 1) for i in range(result.config.instances)]
+    named = len(result.requests) <= 12 and all(r.name for r in result.requests)
+    waits = [r for r in result.requests if r.start_ms is not None and r.start_ms - r.arrival_ms > 1e-9
+             and (until_ms is None or r.arrival_ms <= until_ms)]
+    # a few named orders: one queue row each (their waits overlap); a stream: one shared row
+    wait_rows = {r.id: _t("toy.wait_row", lang, name=names[r.id]) if named else queue_row for r in waits}
+    queue_rows = list(dict.fromkeys(wait_rows.values())) or [queue_row]
+    rows = queue_rows + [_t("toy.instance_row", lang, n=i + 1) for i in range(result.config.instances)]
+    first_instance = len(queue_rows)
     shown = [b for b in result.batches if until_ms is None or b.start_ms <= until_ms]
     for b in shown:
         label = "".join(names[i] for i in b.requests) if all(result.requests[i].name for i in b.requests) \
             else str(b.size)
         fig.add_trace(go.Bar(
-            base=[b.start_ms / scale], x=[(b.end_ms - b.start_ms) / scale], y=[rows[b.instance + 1]],
+            base=[b.start_ms / scale], x=[(b.end_ms - b.start_ms) / scale], y=[rows[first_instance + b.instance]],
             orientation="h", marker_color=_color(b.size, result.config.max_batch_size),
             marker_line=dict(color="white", width=1), text=[label], textposition="inside",
             insidetextanchor="middle", showlegend=False,
             hovertemplate=_t("toy.batch_hover", lang, size=b.size, start="%{base:.3g}", unit=unit) + "<extra></extra>",
         ))
-    waits = [r for r in result.requests if r.start_ms is not None and r.start_ms - r.arrival_ms > 1e-9
-             and (until_ms is None or r.arrival_ms <= until_ms)]
     for r in waits:
         fig.add_trace(go.Scatter(
-            x=[r.arrival_ms / scale, r.start_ms / scale], y=[queue_row, queue_row], mode="lines+markers",
+            x=[r.arrival_ms / scale, r.start_ms / scale], y=[wait_rows[r.id]] * 2, mode="lines+markers",
             line=dict(color=WAIT_COLOR, width=3), marker=dict(size=6), showlegend=False,
             hovertemplate=_t("toy.wait_hover", lang, name=names[r.id], ms=(r.start_ms - r.arrival_ms) / scale,
                              unit=unit) + "<extra></extra>",
         ))
     fig.update_layout(
-        barmode="overlay", height=height, margin=dict(l=10, r=10, t=10, b=10),
+        barmode="overlay", height=max(height, 90 + 42 * len(rows)), margin=dict(l=10, r=10, t=10, b=10),
         xaxis_title=_t("toy.time_axis", lang, unit=unit),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows))),
     )
