@@ -35,7 +35,8 @@ def test_toy_replays_the_guide_and_a_stream(server, monkeypatch, lang):
     at.radio(key="toy_mode").set_value("stream").run()
     assert not at.exception, [e.value for e in at.exception]
     labels = {m.label: m.value for m in at.metric}
-    assert labels[lessons.t("toy.mean_batch", lang)] == "4.00"  # 8 clients, no delay: two woks of 4 take turns
+    # 8 clients, no delay: while one group cooks the other prepares, so two woks of about 4 take turns
+    assert 3.5 <= float(labels[lessons.t("toy.mean_batch", lang)]) <= 4.5
     assert any(lessons.t("toy.queueing", lang, queue=0, compute=0, outside=0, rps=0, c=8, cycle=0)[:8] in i.value
                for i in at.info)
     at.toggle(key="toy_on").set_value(False).run()

@@ -73,9 +73,11 @@ class Calibration:
     sources: dict[int, str] = field(default_factory=dict)  # batch size -> "statistics" | "calibration load"
     # assumed: the app's load engine is a Python client whose threads take turns at the GIL for their own work
     client_parallelism: int | None = 1
+    outside_jitter: float = 0.0  # measured: the spread of the client's latency at concurrency 1 (std / mean)
 
     def service(self) -> ServiceModel:
-        return ServiceModel(dict(self.batch_ms), self.outside_ms, self.parallelism, self.client_parallelism)
+        return ServiceModel(dict(self.batch_ms), self.outside_ms, self.parallelism, self.client_parallelism,
+                            self.outside_jitter)
 
     def to_json(self) -> dict:
         return {
@@ -85,6 +87,7 @@ class Calibration:
             "outside_ms": self.outside_ms,
             "parallelism_assumed": self.parallelism,
             "client_parallelism_assumed": self.client_parallelism,
+            "outside_jitter": self.outside_jitter,
         }
 
 
@@ -183,6 +186,7 @@ def calibrate(
         client_ms_at_1=client_mean,
         parallelism=assumed_parallelism(cfg_json, endpoint.embedded),
         sources=sources,
+        outside_jitter=min(1.0, float(np.std(one.latencies_ms) / client_mean)) if client_mean else 0.0,
     )
 
 

@@ -51,7 +51,9 @@ class ServiceModel:
     network, serialization), half before the server sees it and half after it answers. ``parallelism``:
     how many executions the machine runs at once at full speed (on a 2-core CPU with a model that uses both
     cores, 1: two instances then share the cores); None means unlimited (one GPU stream per instance, say).
-    ``client_parallelism``: how many requests the client can prepare at once (encode, send, receive, decode take
+    ``outside_jitter``: real clients never take exactly the same time twice; a seeded spread of that fraction
+    keeps a simulated closed loop from locking into one pattern. ``client_parallelism``: how many requests the
+    client can prepare at once (encode, send, receive, decode take
     ``outside_ms`` each): a Python client holds the GIL for most of it, so its threads take turns (1); None means
     every client thread works at once. Answers that come back together then leave again one after another."""
 
@@ -59,6 +61,7 @@ class ServiceModel:
     outside_ms: float = 0.0
     parallelism: float | None = None
     client_parallelism: int | None = None  # the client's own work (outside_ms) runs on this many slots at once
+    outside_jitter: float = 0.0  # each request's outside_ms varies by up to this fraction either way (seeded)
 
     def __post_init__(self) -> None:
         if not self.batch_ms or any(s < 1 or ms < 0 for s, ms in self.batch_ms.items()):
@@ -180,9 +183,10 @@ def _summarize(result: SimResult) -> dict:
 class _Engine:
     """The event loop: arrivals, batch completions and delay timers in time order."""
 
-    def __init__(self, config: BatcherConfig, service: ServiceModel) -> None:
+    def __init__(self, config: BatcherConfig, service: ServiceModel, seed: int = 0) -> None:
         self.config = config
         self.service = service
+        self.rng = random.Random(seed)
         self.queue: list[SimRequest] = []
         self.free = list(range(config.instances))
         self.running = 0
@@ -211,7 +215,10 @@ class _Engine:
 
     def _client_start(self, req: SimRequest, now: float) -> None:
         self.client_free -= 1
-        self.push(now + self.service.outside_ms, "prepared", req)
+        work = self.service.outside_ms
+        if self.service.outside_jitter:
+            work *= 1 + self.service.outside_jitter * self.rng.uniform(-1.0, 1.0)
+        self.push(now + work, "prepared", req)
 
     def _form(self, now: float) -> list[SimRequest] | None:
         """The batch to start now, or None to wait (a timer is set for when the oldest request's delay ends)."""
@@ -348,7 +355,7 @@ def simulate(
         raise ValueError(f"requests must be in 1..{MAX_REQUESTS}")
     if distribution not in ("constant", "poisson"):
         raise ValueError("distribution must be constant or poisson")
-    eng = _Engine(config, service)
+    eng = _Engine(config, service, seed)
     rng = random.Random(seed)
     until = duration_s * 1000 if duration_s else math.inf
     late = 0

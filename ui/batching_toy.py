@@ -10,7 +10,7 @@ from triton_kitchen import calibration, catalog, sim_figures, simulator
 from ui import errors, state
 from ui.i18n import lang, t
 
-ILLUSTRATIVE = simulator.ServiceModel({1: 10.0, 8: 24.0}, outside_ms=1.0)
+ILLUSTRATIVE = simulator.ServiceModel({1: 10.0, 8: 24.0}, outside_ms=2.0, client_parallelism=1, outside_jitter=0.5)
 CASES = {
     "off": simulator.BatcherConfig(dynamic_batching=False),
     "on": simulator.BatcherConfig(),
@@ -72,7 +72,8 @@ def _stream() -> None:
     delay = c2.slider(t("toy.delay"), 0, 20_000, 0, step=500, key="toy_delay")
     instances = c3.slider(t("toy.instances"), 1, 4, 1, key="toy_instances")
     c4, c5 = st.columns([2, 1])
-    preferred = c4.multiselect(t("toy.preferred"), list(range(1, 9)), default=[], key="toy_preferred")
+    preferred = c4.multiselect(t("toy.preferred"), list(range(1, 9)), default=[], key="toy_preferred",
+                               placeholder=t("widget.choose"))
     on = c5.toggle(t("toy.batching_on"), value=True, key="toy_on")
     config = simulator.BatcherConfig(dynamic_batching=on, preferred_batch_sizes=tuple(sorted(preferred)),
                                      max_queue_delay_us=int(delay), instances=int(instances))
