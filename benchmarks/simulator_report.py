@@ -54,13 +54,20 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with server_for(args) as ep, batching.overridden(ep) as original:
         inputs = batching.classifier_inputs()
-        batching.load_model(ep, batching.MODEL, batching.config_override(
-            original, batching.BatchingSettings(True, 0, [], 1)))
-        time.sleep(batching.SETTLE_S)
-        cal = calibration.calibrate(ep, batching.MODEL, use_existing=False)
-        print(f"calibration: {cal.to_json()}", file=sys.stderr)
+        cals = {}
+
+        def calibrated(n: int):
+            """The calibration with n instances loaded (instances sharing the machine slow each other)."""
+            if n not in cals:
+                batching.load_model(ep, batching.MODEL, batching.config_override(
+                    original, batching.BatchingSettings(True, 0, [], n)))
+                time.sleep(batching.SETTLE_S)
+                cals[n] = calibration.calibrate(ep, batching.MODEL, use_existing=False)
+                print(f"calibration with {n} instance(s): {cals[n].to_json()}", file=sys.stderr)
+            return cals[n]
 
         def measure(settings, concurrency=None, rate=None) -> None:
+            cal = calibrated(settings.instance_count)
             r = run_bench(ep, batching.MODEL, "grpc", concurrency or 8, args.duration, inputs=inputs,
                           output_names=["logits"], warmup_s=1.0, request_rate=rate, server_side=True)
             sim = calibration.predict(cal, settings, concurrency=concurrency, rate_rps=rate)
@@ -80,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"p50 {last['measured_p50_ms']:.1f} vs {last['simulated_p50_ms']:.1f}", file=sys.stderr)
 
         for n in _ints(args.instances):
+            calibrated(n)
             for delay in _ints(args.delays):
                 settings = batching.BatchingSettings(True, delay, [], n)
                 batching.load_model(ep, batching.MODEL, batching.config_override(original, settings))
@@ -99,16 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         "points": len(rows),
         "median_abs_error_throughput": statistics.median(rps_errors) if rps_errors else None,
         "median_abs_error_p50": statistics.median(p50_errors) if p50_errors else None,
-        "calibration": cal.to_json(),
+        "calibration": {n: c.to_json() for n, c in cals.items()},
         "server": "embedded" if embedded else "remote",
         "seconds": time.perf_counter() - t0,
     }
     lines = [
         "# Batching simulator vs the real server", "",
-        f"{summary['points']} points on the {summary['server']} server, {args.duration:g} s each; calibration "
-        f"(measured in this run): compute per batch size "
-        + ", ".join(f"{k}: {v:.1f} ms" for k, v in cal.batch_ms.items())
-        + f"; {cal.outside_ms:.1f} ms outside the server; parallelism assumed {cal.parallelism}.", "",
+        f"{summary['points']} points on the {summary['server']} server, {args.duration:g} s each. Calibration, "
+        "measured in this run with each instance count loaded:", "",
+        *[f"- {n} instance(s): compute per batch size " + ", ".join(f"{k}: {v:.1f} ms" for k, v in c.batch_ms.items())
+          + f"; {c.outside_ms:.1f} ms outside the server (spread {c.outside_jitter:.0%}); parallelism assumed "
+          f"{c.parallelism}, client slots assumed {c.client_parallelism}" for n, c in cals.items()], "",
         "| load | delay µs | instances | measured req/s | simulated | error | measured p50 ms | simulated | "
         "error | measured batch | simulated |",
         "|---|---|---|---|---|---|---|---|---|---|---|",

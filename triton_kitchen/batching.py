@@ -254,9 +254,12 @@ def classifier_inputs() -> dict[str, np.ndarray]:
 
 
 def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, concurrency: int, duration_s: float,
-             protocol: str, stop, progress, model: str) -> ExperimentResult:
+             protocol: str, stop, progress, model: str, after_load: Callable[[], None] | None = None
+             ) -> ExperimentResult:
     load_model(endpoint, model, config_override(original, settings))
     time.sleep(SETTLE_S)  # the replaced instance shuts down in the background: let it go first
+    if after_load is not None:
+        after_load()
     # The histogram covers the same window as the bench's counts: statistics read when the warm-up ends
     # and when the measuring ends (timers, as run_bench times its window), not around the whole call.
     snaps: dict[str, dict[int, int]] = {}
@@ -308,34 +311,45 @@ def compare_batching(
     stop: threading.Event | None = None,
     progress: Callable[[str, BenchProgress], None] | None = None,
     model: str = MODEL,
-    calibration=None,
+    calibrate: bool = False,
 ) -> dict:
     """The same load with batching off, then on (``settings``), same instance count; the measured
-    throughput ratio on/off. The original config is restored afterwards. Given a ``calibration``
-    (:func:`triton_kitchen.calibration.calibrate` on this server), each result also carries the batching
-    simulator's prediction for its setting (``prediction``: simulated, not measured)."""
+    throughput ratio on/off. The original config is restored afterwards. With ``calibrate``, the batching
+    simulator is calibrated on the server as loaded for this run (its instance count: instances sharing the
+    machine slow each other down) and each result carries its prediction for its setting (``prediction``:
+    simulated, not measured); ``calibration`` is the calibration itself, or the error that prevented it."""
     settings = settings or BatchingSettings()
-    cal = calibration
     off_settings = BatchingSettings(False, settings.max_queue_delay_us, list(settings.preferred_batch_sizes),
                                     settings.instance_count)
-    results = {}
+    results: dict = {}
+    calibrated: dict = {}
+
+    def calibrate_now() -> None:
+        from triton_kitchen import calibration
+
+        try:
+            calibrated["cal"] = calibration.calibrate(endpoint, model, protocol, use_existing=False)
+        except (calibration.CalibrationError, kserve.KServeError) as exc:
+            calibrated["error"] = exc
+
     with overridden(endpoint, model) as original:
         for name, s in (("off", off_settings), ("on", settings)):
             if stop is not None and stop.is_set():
                 break
             cb = (lambda p, name=name: progress(name, p)) if progress else None
-            results[name] = _run_one(endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model)
-            if cal is not None:
+            hook = calibrate_now if calibrate and name == "off" else None
+            results[name] = _run_one(endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model, hook)
+            if "cal" in calibrated:
                 from triton_kitchen.calibration import predict as simulate_setting
 
-                results[name].prediction = simulate_setting(cal, s, concurrency=concurrency)
+                results[name].prediction = simulate_setting(calibrated["cal"], s, concurrency=concurrency)
     off, on = results.get("off"), results.get("on")
     ratio = on.throughput_rps / off.throughput_rps if on and off and off.throughput_rps else None
     p99_ratio = (on.latency_ms["p99"] / off.latency_ms["p99"]
                  if on and off and on.latency_ms["p99"] and off.latency_ms["p99"] else None)
     return {"off": off, "on": on, "throughput_ratio": ratio, "p99_ratio": p99_ratio,
             "concurrency": concurrency, "duration_s": duration_s, "protocol": protocol,
-            "calibration": cal.to_json() if cal else None}
+            "calibration": calibrated.get("cal"), "calibration_error": calibrated.get("error")}
 
 
 @dataclass

@@ -8,38 +8,23 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import batching, calibration, kserve, metrics, sim_figures
+from triton_kitchen import batching, metrics, sim_figures
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
 from ui import errors, state, tables
 from ui.i18n import lang, t
 
-CAL_KEY = "batch_calibration"  # (server address, Calibration): measured once per server per session
 LOAD_KEY = "batch_offered_load"
 LOAD_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)  # of the measured "on" throughput
-
-
-def calibration_for(ep: Endpoint):
-    """This session's calibration on this server (measured on first use: ~4 s of load at concurrency 1), or
-    None, said on the page, when the server gives nothing to calibrate from: the measurement still runs, only
-    without a prediction (never a made-up one)."""
-    kept = st.session_state.get(CAL_KEY)
-    if kept is not None and kept[0] == ep.http_url:
-        return kept[1]
-    try:
-        cal = calibration.calibrate(ep, batching.MODEL)
-    except (calibration.CalibrationError, kserve.KServeError) as exc:
-        errors.show_error(exc)
-        return None
-    st.session_state[CAL_KEY] = (ep.http_url, cal)
-    return cal
 
 
 def _fmt(v, spec: str = ".1f") -> str:
     return "—" if v is None else format(v, spec)
 
 
-def prediction_table(off, on) -> None:
-    """Measured and simulated side by side for each setting."""
+def prediction_table(off, on, calibration_error=None) -> None:
+    """Measured and simulated side by side for each setting (or why there is no prediction)."""
+    if calibration_error is not None:
+        errors.show_error(calibration_error)
     if not (off.prediction and on.prediction):
         return
     st.markdown(f"**{t('why.predicted_title')}**")
@@ -93,7 +78,8 @@ def why_lines(label: str, s: dict | None, law: dict | None, mean: float | None, 
                      measured=law["measured_mean_latency_ms"], gap=gap))
 
 
-def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capacity: float | None) -> None:
+def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capacity: float | None,
+                         cal=None) -> None:
     """Open-loop points at fractions of the measured capacity: throughput follows the offered rate until the
     knee, where latency climbs."""
     st.subheader(t("why.load_title"))
@@ -112,7 +98,6 @@ def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capa
             bar.progress(min(1.0, (i + p.fraction) / n), text=t("why.load_progress", i=i + 1, n=n))
 
         try:
-            cal = calibration_for(ep)
             points = state.lab_run(16, lambda: batching.offered_load(
                 ep, settings, rates, duration_s=2.0, stop=stop, progress=progress, calibration=cal))
             if points is not state.BUSY:

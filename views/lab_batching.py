@@ -50,7 +50,7 @@ if run:
     try:
         result = state.lab_run(int(concurrency), lambda: batching.compare_batching(
             ep, settings, int(concurrency), float(duration), stop=stop,
-            progress=lambda n, p: (watch(), progress(n, p)), calibration=batching_why.calibration_for(ep)))
+            progress=lambda n, p: (watch(), progress(n, p)), calibrate=True))
         if result is not state.BUSY:
             st.session_state["batch_result"] = result
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
@@ -102,15 +102,19 @@ if result and result.get("on") and result.get("off"):
     } for r in (off, on)], decimals={t("lab_batching.col_mean_batch"): 2})
     for name, r in (("off", off), ("on", on)):
         batching_why.server_split(name, r)
-    batching_why.prediction_table(off, on)
+    batching_why.prediction_table(off, on, result.get("calibration_error"))
     rows = [r.to_dict() for r in (off, on)]
-    st.download_button(t("lab_batching.download_json"), json.dumps({**result, "off": rows[0], "on": rows[1]},
+    cal = result.get("calibration")
+    st.download_button(t("lab_batching.download_json"), json.dumps({**result, "off": rows[0], "on": rows[1],
+                                                                    "calibration": cal.to_json() if cal else None,
+                                                                    "calibration_error": None},
                                                                     indent=2, default=str),
                        "batching.json", "application/json", key="batch_json")
 
 st.divider()
 measured_on = result.get("on") if result else None  # the knee is measured at the settings the comparison ran
 batching_why.offered_load_section(ep, measured_on.settings if measured_on else None,
-                                  measured_on.throughput_rps if measured_on else None)
+                                  measured_on.throughput_rps if measured_on else None,
+                                  result.get("calibration") if result else None)
 st.divider()
 batching_why.metrics_panel(ep)
