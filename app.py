@@ -54,11 +54,15 @@ def run() -> None:
     t = i18n.t
     welcome = st.Page(home, title=t("page.home"), icon="🍳", url_path=pages.HOME_URL, default=True)  # at /
     # /home shows the same page (a link or a habit may use it; Streamlit would answer "Page not found")
-    home_alias = st.Page(home, title=t("page.home"), icon="🍳", url_path=pages.HOME_ALIAS_URL, visibility="hidden")
-    page = st.navigation({
-        t("nav.lessons"): [welcome, *_st_pages(pages.CHAPTERS), home_alias],
-        t("nav.labs"): _st_pages(pages.LABS),
-    })
+    home_alias = st.Page(
+        home, title=t("page.home"), icon="🍳", url_path=pages.HOME_ALIAS_URL, visibility="hidden"
+    )
+    page = st.navigation(
+        {
+            t("nav.lessons"): [welcome, *_st_pages(pages.CHAPTERS), home_alias],
+            t("nav.labs"): _st_pages(pages.LABS),
+        }
+    )
     render_sidebar()
     page.run()
 

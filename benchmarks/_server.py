@@ -40,7 +40,15 @@ def start_streamlit(script: str, port: int, log: Path, *options: str) -> subproc
     """`streamlit run SCRIPT` from the project root (headless, on PORT, its output in LOG), returned once its
     health check answers."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true", f"--server.port={port}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        script,
+        "--server.headless=true",
+        f"--server.port={port}",
+    ]
     proc = subprocess.Popen([*cmd, *options], cwd=ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -34,10 +34,18 @@ def main(argv: list[str] | None = None) -> int:
     add_server_args(ap)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per setting (default: %(default)s)")
-    ap.add_argument("--repeats", type=int, default=3, help="off/on pairs; the ratio is the median (default: %(default)s)")
-    ap.add_argument("--delays", default="2000", help="max_queue_delay_microseconds values to try, comma-separated")
-    ap.add_argument("--preferred", default="", help="preferred_batch_size values, comma-separated (default: none, "
-                    "as Triton advises unless a backend runs some batch sizes much faster than others)")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="off/on pairs; the ratio is the median (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--delays", default="2000", help="max_queue_delay_microseconds values to try, comma-separated"
+    )
+    ap.add_argument(
+        "--preferred",
+        default="",
+        help="preferred_batch_size values, comma-separated (default: none, "
+        "as Triton advises unless a backend runs some batch sizes much faster than others)",
+    )
     ap.add_argument("--instances", type=int, default=1)
     ap.add_argument("--protocol", default="grpc", choices=("http-binary", "grpc"))
     ap.add_argument("--out", type=Path, default=OUT)
@@ -49,11 +57,24 @@ def main(argv: list[str] | None = None) -> int:
         for delay in (int(x) for x in args.delays.split(",")):
             settings = batching.BatchingSettings(True, delay, preferred, args.instances)
             for i in range(args.repeats):
-                r = batching.compare_batching(endpoint, settings, args.concurrency, args.duration, args.protocol)
-                runs.append({"delay_us": delay, "repeat": i, "ratio": r["throughput_ratio"], "p99_ratio": r["p99_ratio"],
-                             "off": r["off"].to_dict(), "on": r["on"].to_dict()})
-                print(f"delay {delay} us, pair {i + 1}: off {r['off'].throughput_rps:.1f} req/s, "
-                      f"on {r['on'].throughput_rps:.1f} req/s, ratio {r['throughput_ratio']:.2f}", file=sys.stderr)
+                r = batching.compare_batching(
+                    endpoint, settings, args.concurrency, args.duration, args.protocol
+                )
+                runs.append(
+                    {
+                        "delay_us": delay,
+                        "repeat": i,
+                        "ratio": r["throughput_ratio"],
+                        "p99_ratio": r["p99_ratio"],
+                        "off": r["off"].to_dict(),
+                        "on": r["on"].to_dict(),
+                    }
+                )
+                print(
+                    f"delay {delay} us, pair {i + 1}: off {r['off'].throughput_rps:.1f} req/s, "
+                    f"on {r['on'].throughput_rps:.1f} req/s, ratio {r['throughput_ratio']:.2f}",
+                    file=sys.stderr,
+                )
 
     lines = [
         f"# Dynamic batching at concurrency {args.concurrency}",
@@ -77,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     for delay in sorted({r["delay_us"] for r in runs}):
         ratios = [r["ratio"] for r in runs if r["delay_us"] == delay and r["ratio"]]
         summary[delay] = statistics.median(ratios) if ratios else None
-        lines.append(f"\nThroughput gain of dynamic batching (delay {delay} µs): median ratio **{summary[delay]:.2f}x** "
-                     f"over {len(ratios)} pair(s) (each pair measured back to back).")
+        lines.append(
+            f"\nThroughput gain of dynamic batching (delay {delay} µs): median ratio **{summary[delay]:.2f}x** "
+            f"over {len(ratios)} pair(s) (each pair measured back to back)."
+        )
     md = "\n".join(lines) + "\n"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "batching.md").write_text(md)
@@ -91,8 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("off", "on"):
             h = last[name]["batch_histogram"]
             fig.add_trace(go.Bar(x=[int(k) for k in h], y=list(h.values()), name=f"batching {name}"))
-        fig.update_layout(title="Executions per batch size (statistics API batch_stats)", barmode="group",
-                          xaxis_title="batch size", yaxis_title="executions")
+        fig.update_layout(
+            title="Executions per batch size (statistics API batch_stats)",
+            barmode="group",
+            xaxis_title="batch size",
+            yaxis_title="executions",
+        )
         (args.out / "batching.html").write_text(fig.to_html(include_plotlyjs=True))
     except ImportError:
         pass

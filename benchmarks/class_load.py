@@ -63,14 +63,21 @@ class StreamlitSession:
         self.auto_reruns: dict[str, float] = {}  # fragment id -> interval (s) of st.fragment(run_every=...)
 
     async def __aenter__(self) -> StreamlitSession:
-        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None, open_timeout=30)
+        self.ws = await websockets.connect(
+            self.url, subprotocols=["streamlit"], max_size=None, open_timeout=30
+        )
         return self
 
     async def __aexit__(self, *exc) -> None:
         await self.ws.close()
 
     async def run(
-        self, page: str, query: str, click: str | None = None, timeout: float = 120.0, fragment: str | None = None
+        self,
+        page: str,
+        query: str,
+        click: str | None = None,
+        timeout: float = 120.0,
+        fragment: str | None = None,
     ) -> RunResult:
         msg = BackMsg()
         msg.rerun_script.query_string = query
@@ -108,7 +115,10 @@ class StreamlitSession:
                 self._look_at(fm.delta.new_element, result, fm.delta.fragment_id)
             elif kind == "script_finished":
                 status = fm.script_finished
-                if status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY):
+                if status in (
+                    ForwardMsg.FINISHED_SUCCESSFULLY,
+                    ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
+                ):
                     result.ok = not result.problems
                 else:
                     result.problems.append(f"script_finished={status}")
@@ -132,7 +142,9 @@ class StreamlitSession:
             result.charts += 1
 
 
-async def student(url: str, duration: float, period: float, out: list[RunResult], lang: str, delay: float) -> None:
+async def student(
+    url: str, duration: float, period: float, out: list[RunResult], lang: str, delay: float
+) -> None:
     await asyncio.sleep(delay)  # students come in over the first seconds, not all in one instant
     async with StreamlitSession(url) as s:
         first = await s.run("ch1", f"lang={lang}")
@@ -206,7 +218,8 @@ async def main_async(args, url: str) -> tuple[list[RunResult], list[RunResult], 
             await asyncio.sleep(1.0)
     spread = args.arrival / max(1, args.students)
     tasks = [
-        student(url, args.duration, 1.0, clicks, "zh" if i % 2 else "en", i * spread) for i in range(args.students)
+        student(url, args.duration, 1.0, clicks, "zh" if i % 2 else "en", i * spread)
+        for i in range(args.students)
     ]
     if args.lab_page:
         tasks.append(lab_student(url, args.duration, args.lab_page, args.lab_button, lab))
@@ -217,7 +230,9 @@ async def main_async(args, url: str) -> tuple[list[RunResult], list[RunResult], 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--lab-page", default="lab-protocols", help="url path of the lab page ('' for none)")
@@ -252,7 +267,11 @@ def main() -> int:
         "classify_clicks": len(clicks),
         "failed": len(failures),
         "failure_examples": sorted({p for r in failures for p in r.problems})[:5],
-        "click_ms": {"p50": percentile(times, 50), "p90": percentile(times, 90), "p99": percentile(times, 99)},
+        "click_ms": {
+            "p50": percentile(times, 50),
+            "p90": percentile(times, 90),
+            "p99": percentile(times, 99),
+        },
         "click_ms_after_arrival": {
             "clicks": len(steady),
             "p50": percentile(steady, 50),

@@ -154,7 +154,9 @@ def after_server_up(browser, base: str, titles: dict[str, str], lang: str) -> di
             tab.wait_for_function("() => window.__tkUpAt !== null", polling=100, timeout=60_000)
         except Exception:  # noqa: BLE001 - report what the tab shows instead
             shown = tab.evaluate(_SHOWN_JS)
-            raise SystemExit(f"{url}: not up and interactive 60 s after Triton was ready; it shows {shown}") from None
+            raise SystemExit(
+                f"{url}: not up and interactive 60 s after Triton was ready; it shows {shown}"
+            ) from None
         after[url] = round((tab.evaluate("window.__tkUpAt") - ready_ms) / 1000, 2)
     ctx.close()
     return after
@@ -214,7 +216,9 @@ def median_pair(samples: list[tuple[float, float]]) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--lang", default="en", choices=lessons.LANGS)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json", help="also write the figures to this file")
@@ -242,14 +246,23 @@ def main() -> int:
             first.goto(f"{base}/ch1?lang={args.lang}")
             first.wait_for_selector("button[kind=primary]:not([disabled])", timeout=180_000)  # Triton is up
             # warm the browser's cache of both apps' scripts, as a class's second visit would be
-            for url, text in [(f"{floor_base}/", FLOOR_TITLE), *((f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items())]:
+            for url, text in [
+                (f"{floor_base}/", FLOOR_TITLE),
+                *((f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items()),
+            ]:
                 fresh(browser, url, text)
             threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
-            floor = [fresh(browser, f"{floor_base}/", FLOOR_TITLE, threads["(floor app)"]) for _ in range(args.reps)]
+            floor = [
+                fresh(browser, f"{floor_base}/", FLOOR_TITLE, threads["(floor app)"])
+                for _ in range(args.reps)
+            ]
             result["floor"] = median_pair(floor)
             for url, text in titles.items():
                 result["fresh"][url] = median_pair(
-                    [fresh(browser, f"{base}/{url}?lang={args.lang}", text, threads[url]) for _ in range(args.reps)]
+                    [
+                        fresh(browser, f"{base}/{url}?lang={args.lang}", text, threads[url])
+                        for _ in range(args.reps)
+                    ]
                 )
             result["main_thread"] = {
                 u: {k: round(statistics.median(v), 2) for k, v in m.items()} for u, m in threads.items()
@@ -266,19 +279,25 @@ def main() -> int:
             browser.close()
         query = f"lang={args.lang}"
         result["script"] = script_runs(floor_base, {"(floor app)": ""}, "", args.reps)
-        result["script"] |= script_runs(base, {u: ("" if u == "home" else u) for u in titles}, query, args.reps)
+        result["script"] |= script_runs(
+            base, {u: ("" if u == "home" else u) for u in titles}, query, args.reps
+        )
     finally:
         for proc in (app, floor_app):
             proc.terminate()
             proc.wait(20)
     floor_s = result["floor"]["interactive"]
-    result["fresh_ratio_to_floor"] = {u: round(v["interactive"] / floor_s, 2) for u, v in result["fresh"].items()}
+    result["fresh_ratio_to_floor"] = {
+        u: round(v["interactive"] / floor_s, 2) for u, v in result["fresh"].items()
+    }
     head = f"{'page':14s} {'fresh title':>11s} {'interactive':>11s} {'÷ floor':>8s} {'in-tab title':>12s}"
     print(f"{head} {'interactive':>11s} {'script':>7s} {'main thread':>11s}  heavy elements")
     floor_script = result["script"]["(floor app)"]["script"]
     floor_mt = result["main_thread"]["(floor app)"]
-    print(f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f} {'':12s} {'':11s}"
-          f" {floor_script:7.2f} {floor_mt['tasks']:11.2f}")
+    print(
+        f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f} {'':12s} {'':11s}"
+        f" {floor_script:7.2f} {floor_mt['tasks']:11.2f}"
+    )
     for url in titles:
         f, i, sc = result["fresh"][url], result["in_tab"][url], result["script"][url]
         ratio = result["fresh_ratio_to_floor"][url]
@@ -290,15 +309,21 @@ def main() -> int:
     slow_fresh = [u for u, r in result["fresh_ratio_to_floor"].items() if r > FRESH_TARGET]
     slow_tab = [u for u, v in result["in_tab"].items() if v["interactive"] > IN_TAB_TARGET_S]
     result["targets"] = {"fresh_over_1.3x": slow_fresh, "in_tab_over_1s": slow_tab}
-    print(f"fresh tab within {FRESH_TARGET}x the floor: {len(titles) - len(slow_fresh)}/{len(titles)} pages"
-          + (f" (over: {', '.join(slow_fresh)})" if slow_fresh else ""))
-    print(f"in an open tab within {IN_TAB_TARGET_S:.0f} s: {len(titles) - len(slow_tab)}/{len(titles)} pages"
-          + (f" (over: {', '.join(slow_tab)})" if slow_tab else ""))
+    print(
+        f"fresh tab within {FRESH_TARGET}x the floor: {len(titles) - len(slow_fresh)}/{len(titles)} pages"
+        + (f" (over: {', '.join(slow_fresh)})" if slow_fresh else "")
+    )
+    print(
+        f"in an open tab within {IN_TAB_TARGET_S:.0f} s: {len(titles) - len(slow_tab)}/{len(titles)} pages"
+        + (f" (over: {', '.join(slow_tab)})" if slow_tab else "")
+    )
     up = result["server_up"]
     if "skipped" in up:
         print("after server up:", up["skipped"])
     else:
-        print("seconds from Triton ready until each open tab shows it up and is interactive (all tabs at once):")
+        print(
+            "seconds from Triton ready until each open tab shows it up and is interactive (all tabs at once):"
+        )
         print("  " + "  ".join(f"{u} {v:.2f}" for u, v in up.items()) + f"   max {max(up.values()):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False))

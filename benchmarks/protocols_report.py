@@ -67,11 +67,15 @@ def markdown(rows: list[dict], bytes_rows: list[dict], checks: list[dict], meta:
             f"{b['wire_sent_per_call']:,.0f} | {b['wire_received_per_call']:,.0f} | {b['wire_overhead']:.4f} |"
         )
     for model, info in meta["inflation"].items():
-        lines.append(f"\nJSON inflation, {model}: request x{fmt(info['request'], 2)}, response x{fmt(info['response'], 2)}"
-                     f"{' (the JPEG goes binary: JSON cannot carry it)' if info['binary_inputs'] else ''}.")
+        lines.append(
+            f"\nJSON inflation, {model}: request x{fmt(info['request'], 2)}, response x{fmt(info['response'], 2)}"
+            f"{' (the JPEG goes binary: JSON cannot carry it)' if info['binary_inputs'] else ''}."
+        )
     tj = meta["tensor_vs_jpeg"]
-    lines.append(f"\nThe FP32 tensor is {tj['tensor_bytes']:,} bytes; the JPEG it comes from {tj['jpeg_bytes']:,} "
-                 f"bytes (x{tj['ratio']:.1f}): preprocessing on the server saves that bandwidth.")
+    lines.append(
+        f"\nThe FP32 tensor is {tj['tensor_bytes']:,} bytes; the JPEG it comes from {tj['jpeg_bytes']:,} "
+        f"bytes (x{tj['ratio']:.1f}): preprocessing on the server saves that bandwidth."
+    )
     if checks:
         lines += [
             "",
@@ -82,7 +86,9 @@ def markdown(rows: list[dict], bytes_rows: list[dict], checks: list[dict], meta:
         ]
         for c in checks:
             if "error" in c:
-                lines.append(f"| {c['model']} | {c['protocol']} | {c['concurrency']} | — | — | {c['error']} | — |")
+                lines.append(
+                    f"| {c['model']} | {c['protocol']} | {c['concurrency']} | — | — | {c['error']} | — |"
+                )
                 continue
             lines.append(
                 f"| {c['model']} | {c['protocol']} | {c['concurrency']} | {c['engine_rps']:.1f} | "
@@ -102,13 +108,33 @@ def figures(results: list[bench.BenchResult], bytes_rows: list[dict]):
     for col, model in enumerate(MODELS, start=1):
         for p in protocols.PROTOCOLS:
             rs = [r for r in results if r.model == model and r.protocol == p]
-            curves.add_trace(go.Scatter(
-                x=[r.throughput_rps for r in rs], y=[r.latency_ms["p99"] for r in rs], mode="lines+markers+text",
-                text=[f"c={r.concurrency}" for r in rs], textposition="top center", name=p,
-                line=dict(color=colors[p]), legendgroup=p, showlegend=col == 1), row=1, col=col)
+            curves.add_trace(
+                go.Scatter(
+                    x=[r.throughput_rps for r in rs],
+                    y=[r.latency_ms["p99"] for r in rs],
+                    mode="lines+markers+text",
+                    text=[f"c={r.concurrency}" for r in rs],
+                    textposition="top center",
+                    name=p,
+                    line=dict(color=colors[p]),
+                    legendgroup=p,
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
             for r in rs:
-                box.add_trace(go.Box(y=r.latencies_ms, name=f"{p} c={r.concurrency}", marker_color=colors[p],
-                                     showlegend=False, boxpoints=False), row=1, col=col)
+                box.add_trace(
+                    go.Box(
+                        y=r.latencies_ms,
+                        name=f"{p} c={r.concurrency}",
+                        marker_color=colors[p],
+                        showlegend=False,
+                        boxpoints=False,
+                    ),
+                    row=1,
+                    col=col,
+                )
     curves.update_xaxes(title_text="throughput (req/s)")
     curves.update_yaxes(title_text="p99 latency (ms)", type="log")
     curves.update_layout(title="Throughput vs p99, per protocol (concurrency 1, 4, 16)", height=480)
@@ -118,10 +144,23 @@ def figures(results: list[bench.BenchResult], bytes_rows: list[dict]):
     bars = make_subplots(rows=1, cols=len(MODELS), subplot_titles=MODELS)
     for col, model in enumerate(MODELS, start=1):
         bs = [b for b in bytes_rows if b["model"] == model]
-        for name, key in (("request payload", "request_bytes"), ("wire sent", "wire_sent_per_call"),
-                          ("response payload", "response_bytes"), ("wire received", "wire_received_per_call")):
-            bars.add_trace(go.Bar(x=[b["protocol"] for b in bs], y=[b[key] for b in bs], name=name,
-                                  legendgroup=name, showlegend=col == 1), row=1, col=col)
+        for name, key in (
+            ("request payload", "request_bytes"),
+            ("wire sent", "wire_sent_per_call"),
+            ("response payload", "response_bytes"),
+            ("wire received", "wire_received_per_call"),
+        ):
+            bars.add_trace(
+                go.Bar(
+                    x=[b["protocol"] for b in bs],
+                    y=[b[key] for b in bs],
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
     bars.update_yaxes(title_text="bytes per call", type="log")
     bars.update_layout(title="Payload vs wire bytes per call", barmode="group", height=480)
     figs.append(bars)
@@ -133,17 +172,32 @@ def main(argv: list[str] | None = None) -> int:
     add_server_args(ap)
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per cell (default: %(default)s)")
     ap.add_argument("--warmup", type=float, default=0.5)
-    ap.add_argument("--cross-check", choices=("none", "one", "all"), default="one",
-                    help="perf_analyzer: none, one (grpc and http-binary at concurrency 4, each model), "
-                         "or all (every non-JSON cell)")
-    ap.add_argument("--check-duration", type=float, default=16.0, help="seconds of each engine per cross-check")
-    ap.add_argument("--check-rounds", type=int, default=8,
-                    help="alternating slices per cross-check (a shared machine is noisy; default: %(default)s)")
+    ap.add_argument(
+        "--cross-check",
+        choices=("none", "one", "all"),
+        default="one",
+        help="perf_analyzer: none, one (grpc and http-binary at concurrency 4, each model), "
+        "or all (every non-JSON cell)",
+    )
+    ap.add_argument(
+        "--check-duration", type=float, default=16.0, help="seconds of each engine per cross-check"
+    )
+    ap.add_argument(
+        "--check-rounds",
+        type=int,
+        default=8,
+        help="alternating slices per cross-check (a shared machine is noisy; default: %(default)s)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
-    meta = {"when": time.strftime("%F %T"), "server": args.url or "embedded server (CPU)",
-            "duration_s": args.duration, "warmup_s": args.warmup, "inflation": {}}
+    meta = {
+        "when": time.strftime("%F %T"),
+        "server": args.url or "embedded server (CPU)",
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "inflation": {},
+    }
     results: list[bench.BenchResult] = []
     bytes_rows: list[dict] = []
     checks: list[dict] = []
@@ -157,41 +211,75 @@ def main(argv: list[str] | None = None) -> int:
             if not comparison.same_result:
                 print(f"warning: {model}: results differ for {comparison.disagreements}", file=sys.stderr)
             bytes_rows += [r.to_dict() for r in comparison.rows]
-            meta["inflation"][model] = {"request": comparison.json_inflation,
-                                        "response": comparison.json_response_inflation,
-                                        "binary_inputs": comparison.row("http-json").binary_inputs,
-                                        "same_result": comparison.same_result}
+            meta["inflation"][model] = {
+                "request": comparison.json_inflation,
+                "response": comparison.json_response_inflation,
+                "binary_inputs": comparison.row("http-json").binary_inputs,
+                "same_result": comparison.same_result,
+            }
             for p in protocols.PROTOCOLS:
                 for c in CONCURRENCIES:
-                    r = bench.run_bench(endpoint, model, p, c, args.duration, inputs=arrays, output_names=outputs,
-                                        warmup_s=args.warmup, count_wire=False, max_requests=None)
+                    r = bench.run_bench(
+                        endpoint,
+                        model,
+                        p,
+                        c,
+                        args.duration,
+                        inputs=arrays,
+                        output_names=outputs,
+                        warmup_s=args.warmup,
+                        count_wire=False,
+                        max_requests=None,
+                    )
                     results.append(r)
-                    print(f"{model:18s} {p:11s} c={c:<2d} {r.throughput_rps:7.1f} req/s  "
-                          f"p99 {fmt(r.latency_ms['p99'])} ms  errors {r.errors}", file=sys.stderr, flush=True)
-            cells = [(p, c) for p in ("http-binary", "grpc") for c in CONCURRENCIES] if args.cross_check == "all" \
-                else [(p, 4) for p in ("http-binary", "grpc")] if args.cross_check == "one" else []
+                    print(
+                        f"{model:18s} {p:11s} c={c:<2d} {r.throughput_rps:7.1f} req/s  "
+                        f"p99 {fmt(r.latency_ms['p99'])} ms  errors {r.errors}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            cells = (
+                [(p, c) for p in ("http-binary", "grpc") for c in CONCURRENCIES]
+                if args.cross_check == "all"
+                else [(p, 4) for p in ("http-binary", "grpc")]
+                if args.cross_check == "one"
+                else []
+            )
             for p, c in cells:
                 try:
-                    check = bench.cross_check(endpoint, model, p, c, duration_s=args.check_duration,
-                                               rounds=args.check_rounds)
+                    check = bench.cross_check(
+                        endpoint, model, p, c, duration_s=args.check_duration, rounds=args.check_rounds
+                    )
                 except bench.PerfAnalyzerError as exc:
-                    check = {"model": model, "protocol": p, "concurrency": c, "error": str(exc).splitlines()[0]}
+                    check = {
+                        "model": model,
+                        "protocol": p,
+                        "concurrency": c,
+                        "error": str(exc).splitlines()[0],
+                    }
                 checks.append(check)
                 if "error" not in check:
-                    print(f"cross-check {model} {p} c={c}: engine {check['engine_rps']:.1f}, perf_analyzer "
-                          f"{check['perf_analyzer_rps']:.1f} ({check['difference'] * 100:+.1f}%)", file=sys.stderr)
+                    print(
+                        f"cross-check {model} {p} c={c}: engine {check['engine_rps']:.1f}, perf_analyzer "
+                        f"{check['perf_analyzer_rps']:.1f} ({check['difference'] * 100:+.1f}%)",
+                        file=sys.stderr,
+                    )
 
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [r.to_row() for r in results]
     (args.out / "protocols.csv").write_text(bench.rows_to_csv(rows))
-    (args.out / "protocols.json").write_text(json.dumps(
-        {"meta": meta, "results": rows, "bytes": bytes_rows, "cross_check": checks}, indent=2, default=str))
+    (args.out / "protocols.json").write_text(
+        json.dumps(
+            {"meta": meta, "results": rows, "bytes": bytes_rows, "cross_check": checks}, indent=2, default=str
+        )
+    )
     md = markdown(rows, bytes_rows, checks, meta)
     (args.out / "protocols.md").write_text(md)
     figs = figures(results, bytes_rows)
     html = "".join(f.to_html(full_html=False, include_plotlyjs=(i == 0)) for i, f in enumerate(figs))
-    (args.out / "protocols.html").write_text(f"<html><head><meta charset='utf-8'><title>Protocols</title></head>"
-                                             f"<body>{html}</body></html>")
+    (args.out / "protocols.html").write_text(
+        f"<html><head><meta charset='utf-8'><title>Protocols</title></head><body>{html}</body></html>"
+    )
     print(md)
     print(f"wrote {args.out}/protocols.{{md,csv,json,html}}", file=sys.stderr)
     return 0

@@ -42,13 +42,19 @@ def _err(sim: float | None, real: float | None) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_server_args(ap)
-    ap.add_argument("--duration", type=float, default=3.0, help="measured seconds per point (default: %(default)s)")
+    ap.add_argument(
+        "--duration", type=float, default=3.0, help="measured seconds per point (default: %(default)s)"
+    )
     ap.add_argument("--concurrencies", default="1,4,8,16")
     ap.add_argument("--delays", default="0,2000,10000", help="max_queue_delay_microseconds values")
     ap.add_argument("--instances", default="1,2")
-    ap.add_argument("--rate", type=float, default=0.0,
-                    help="open-loop rate, req/s (default: 60%% of the measured throughput at delay 0, 1 instance, "
-                         "concurrency 8)")
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="open-loop rate, req/s (default: 60%% of the measured throughput at delay 0, 1 instance, "
+        "concurrency 8)",
+    )
     args = ap.parse_args(argv)
     rows: list[dict] = []
     t0 = time.perf_counter()
@@ -59,8 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         def calibrated(n: int):
             """The calibration with n instances loaded (instances sharing the machine slow each other)."""
             if n not in cals:
-                batching.load_model(ep, batching.MODEL, batching.config_override(
-                    original, batching.BatchingSettings(True, 0, [], n)))
+                batching.load_model(
+                    ep,
+                    batching.MODEL,
+                    batching.config_override(original, batching.BatchingSettings(True, 0, [], n)),
+                )
                 time.sleep(batching.SETTLE_S)
                 cals[n] = calibration.calibrate(ep, batching.MODEL, use_existing=False)
                 print(f"calibration with {n} instance(s): {cals[n].to_json()}", file=sys.stderr)
@@ -68,23 +77,42 @@ def main(argv: list[str] | None = None) -> int:
 
         def measure(settings, concurrency=None, rate=None) -> None:
             cal = calibrated(settings.instance_count)
-            r = run_bench(ep, batching.MODEL, "grpc", concurrency or 8, args.duration, inputs=inputs,
-                          output_names=["logits"], warmup_s=1.0, request_rate=rate, server_side=True)
+            r = run_bench(
+                ep,
+                batching.MODEL,
+                "grpc",
+                concurrency or 8,
+                args.duration,
+                inputs=inputs,
+                output_names=["logits"],
+                warmup_s=1.0,
+                request_rate=rate,
+                server_side=True,
+            )
             sim = calibration.predict(cal, settings, concurrency=concurrency, rate_rps=rate)
             real_batch = r.server.total.mean_batch if r.server else None
-            rows.append({
-                "delay_us": settings.max_queue_delay_us, "instances": settings.instance_count,
-                "load": f"c={concurrency}" if concurrency else f"{rate:.0f} req/s",
-                "measured_rps": r.throughput_rps, "simulated_rps": sim["throughput_rps"],
-                "measured_p50_ms": r.latency_ms["p50"], "simulated_p50_ms": sim["latency_ms"]["p50"],
-                "measured_batch": real_batch, "simulated_batch": sim["mean_batch"],
-                "rps_error": _err(sim["throughput_rps"], r.throughput_rps),
-                "p50_error": _err(sim["latency_ms"]["p50"], r.latency_ms["p50"]),
-            })
+            rows.append(
+                {
+                    "delay_us": settings.max_queue_delay_us,
+                    "instances": settings.instance_count,
+                    "load": f"c={concurrency}" if concurrency else f"{rate:.0f} req/s",
+                    "measured_rps": r.throughput_rps,
+                    "simulated_rps": sim["throughput_rps"],
+                    "measured_p50_ms": r.latency_ms["p50"],
+                    "simulated_p50_ms": sim["latency_ms"]["p50"],
+                    "measured_batch": real_batch,
+                    "simulated_batch": sim["mean_batch"],
+                    "rps_error": _err(sim["throughput_rps"], r.throughput_rps),
+                    "p50_error": _err(sim["latency_ms"]["p50"], r.latency_ms["p50"]),
+                }
+            )
             last = rows[-1]
-            print(f"  {last['load']:>10} delay {last['delay_us']:>5} x{last['instances']}: "
-                  f"rps {last['measured_rps']:.1f} vs {last['simulated_rps']:.1f}, "
-                  f"p50 {last['measured_p50_ms']:.1f} vs {last['simulated_p50_ms']:.1f}", file=sys.stderr)
+            print(
+                f"  {last['load']:>10} delay {last['delay_us']:>5} x{last['instances']}: "
+                f"rps {last['measured_rps']:.1f} vs {last['simulated_rps']:.1f}, "
+                f"p50 {last['measured_p50_ms']:.1f} vs {last['simulated_p50_ms']:.1f}",
+                file=sys.stderr,
+            )
 
         for n in _ints(args.instances):
             calibrated(n)
@@ -94,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(batching.SETTLE_S)
                 for c in _ints(args.concurrencies):
                     measure(settings, concurrency=c)
-        rate = args.rate or 0.6 * next(r["measured_rps"] for r in rows
-                                       if r["delay_us"] == 0 and r["instances"] == 1 and r["load"] == "c=8")
+        rate = args.rate or 0.6 * next(
+            r["measured_rps"]
+            for r in rows
+            if r["delay_us"] == 0 and r["instances"] == 1 and r["load"] == "c=8"
+        )
         settings = batching.BatchingSettings(True, 0, [], 1)
         batching.load_model(ep, batching.MODEL, batching.config_override(original, settings))
         time.sleep(batching.SETTLE_S)
@@ -112,12 +143,19 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": time.perf_counter() - t0,
     }
     lines = [
-        "# Batching simulator vs the real server", "",
+        "# Batching simulator vs the real server",
+        "",
         f"{summary['points']} points on the {summary['server']} server, {args.duration:g} s each. Calibration, "
-        "measured in this run with each instance count loaded:", "",
-        *[f"- {n} instance(s): compute per batch size " + ", ".join(f"{k}: {v:.1f} ms" for k, v in c.batch_ms.items())
-          + f"; {c.outside_ms:.1f} ms outside the server (spread {c.outside_jitter:.0%}); parallelism assumed "
-          f"{c.parallelism}, client slots assumed {c.client_parallelism}" for n, c in cals.items()], "",
+        "measured in this run with each instance count loaded:",
+        "",
+        *[
+            f"- {n} instance(s): compute per batch size "
+            + ", ".join(f"{k}: {v:.1f} ms" for k, v in c.batch_ms.items())
+            + f"; {c.outside_ms:.1f} ms outside the server (spread {c.outside_jitter:.0%}); parallelism assumed "
+            f"{c.parallelism}, client slots assumed {c.client_parallelism}"
+            for n, c in cals.items()
+        ],
+        "",
         "| load | delay µs | instances | measured req/s | simulated | error | measured p50 ms | simulated | "
         "error | measured batch | simulated |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -125,15 +163,22 @@ def main(argv: list[str] | None = None) -> int:
     pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
     num = lambda v, f=".1f": "-" if v is None else format(v, f)  # noqa: E731
     for r in rows:
-        lines.append(f"| {r['load']} | {r['delay_us']} | {r['instances']} | {num(r['measured_rps'])} | "
-                     f"{num(r['simulated_rps'])} | {pct(r['rps_error'])} | {num(r['measured_p50_ms'])} | "
-                     f"{num(r['simulated_p50_ms'])} | {pct(r['p50_error'])} | {num(r['measured_batch'], '.2f')} | "
-                     f"{num(r['simulated_batch'], '.2f')} |")
-    lines += ["", f"Median absolute error: throughput {pct(summary['median_abs_error_throughput'])} "
-              f"(target ≤ 15%), p50 {pct(summary['median_abs_error_p50'])} (target ≤ 25%)."]
+        lines.append(
+            f"| {r['load']} | {r['delay_us']} | {r['instances']} | {num(r['measured_rps'])} | "
+            f"{num(r['simulated_rps'])} | {pct(r['rps_error'])} | {num(r['measured_p50_ms'])} | "
+            f"{num(r['simulated_p50_ms'])} | {pct(r['p50_error'])} | {num(r['measured_batch'], '.2f')} | "
+            f"{num(r['simulated_batch'], '.2f')} |"
+        )
+    lines += [
+        "",
+        f"Median absolute error: throughput {pct(summary['median_abs_error_throughput'])} "
+        f"(target ≤ 15%), p50 {pct(summary['median_abs_error_p50'])} (target ≤ 25%).",
+    ]
     OUT.mkdir(exist_ok=True)
     (OUT / "simulator.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (OUT / "simulator.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=2), encoding="utf-8")
+    (OUT / "simulator.json").write_text(
+        json.dumps({"summary": summary, "rows": rows}, indent=2), encoding="utf-8"
+    )
     print("\n".join(lines))
     return 0
 

@@ -80,7 +80,13 @@ def tier_markers(item: pytest.Item) -> set[str]:
     if names & APP_NAMES:
         marks.add("app")
     app_script = bool(names & APP_NAMES and names & APP_SCRIPT_NAMES)
-    if "browser" in marks or app_script or fixtures & LIVE_FIXTURES or names & LIVE_NAMES or item.get_closest_marker("browser"):
+    if (
+        "browser" in marks
+        or app_script
+        or fixtures & LIVE_FIXTURES
+        or names & LIVE_NAMES
+        or item.get_closest_marker("browser")
+    ):
         marks.add("live")
     return marks
 

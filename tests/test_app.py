@@ -466,7 +466,17 @@ def test_page_table_is_the_apps():
     from ui import pages
 
     assert [p.url for p in pages.PAGES] == [
-        "ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "lab-protocols", "lab-batching", "lab-flow",
+        "ch1",
+        "ch2",
+        "ch3",
+        "ch4",
+        "ch5",
+        "ch6",
+        "ch7",
+        "ch8",
+        "lab-protocols",
+        "lab-batching",
+        "lab-flow",
     ]
     assert all((ROOT / p.path).is_file() for p in pages.PAGES)
     assert [p.path for p in pages.CHAPTERS] == CHAPTER_PAGES

@@ -13,7 +13,8 @@ from triton_kitchen.kserve import KServeError
 from triton_kitchen.server import free_port
 
 BASE = {
-    "name": "classifier", "max_batch_size": 8,
+    "name": "classifier",
+    "max_batch_size": 8,
     "dynamic_batching": {"preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 2000},
     "instance_group": [{"name": "classifier_0", "kind": "KIND_CPU", "count": 1, "gpus": []}],
 }
@@ -26,8 +27,11 @@ def test_config_override():
     assert BASE["instance_group"][0]["count"] == 1  # the base is not modified
     off = Bt.config_override(BASE, Bt.BatchingSettings(enabled=False))
     assert "dynamic_batching" not in off
-    for bad in (Bt.BatchingSettings(preferred_batch_sizes=[16]), Bt.BatchingSettings(instance_count=0),
-                Bt.BatchingSettings(max_queue_delay_us=-1)):
+    for bad in (
+        Bt.BatchingSettings(preferred_batch_sizes=[16]),
+        Bt.BatchingSettings(instance_count=0),
+        Bt.BatchingSettings(max_queue_delay_us=-1),
+    ):
         with pytest.raises(Bt.BatchingError) as err:
             Bt.config_override(BASE, bad)
         assert err.value.code == "bad_settings" and err.value.detail == str(err.value)

@@ -37,8 +37,10 @@ def test_toy_replays_the_guide_and_a_stream(server, monkeypatch, lang):
     labels = {m.label: m.value for m in at.metric}
     # 8 clients, no delay: while one group cooks the other prepares, so two woks of about 4 take turns
     assert 3.5 <= float(labels[lessons.t("toy.mean_batch", lang)]) <= 4.5
-    assert any(lessons.t("toy.queueing", lang, queue=0, compute=0, outside=0, rps=0, c=8, cycle=0)[:8] in i.value
-               for i in at.info)
+    assert any(
+        lessons.t("toy.queueing", lang, queue=0, compute=0, outside=0, rps=0, c=8, cycle=0)[:8] in i.value
+        for i in at.info
+    )
     at.toggle(key="toy_on").set_value(False).run()
     assert {m.label: m.value for m in at.metric}[lessons.t("toy.mean_batch", lang)] == "1.00"
 

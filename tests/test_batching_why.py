@@ -49,20 +49,28 @@ def test_lab_shows_why_beside_what(lab_on_session_server):
     switch_page(at, "views/lab_batching.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [m.label for m in at.metric][-5:][0] == lessons.t("why.m_success", lang)  # the metrics panel is live
+    assert [m.label for m in at.metric][-5:][0] == lessons.t(
+        "why.m_success", lang
+    )  # the metrics panel is live
     at.slider(key="batch_d").set_value(1)
     at.button(key="batch_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     captions = [c.value for c in at.caption]
     split = lessons.t("why.split", lang, setting="", queue=0, compute=0, inside=0, mean=0, outside=0)
     assert sum(1 for c in captions if split[4:12] in c) == 2  # Triton's split, for off and for on
-    little = [c for c in captions if c.startswith(lessons.t("why.little_ok", lang, c=8, rps=0, predicted=0,
-                                                           measured=0, gap=0)[:6])
-              or c.startswith(lessons.t("why.little_off", lang, c=8, rps=0, predicted=0, measured=0, gap=0)[:6])]
+    little = [
+        c
+        for c in captions
+        if c.startswith(lessons.t("why.little_ok", lang, c=8, rps=0, predicted=0, measured=0, gap=0)[:6])
+        or c.startswith(lessons.t("why.little_off", lang, c=8, rps=0, predicted=0, measured=0, gap=0)[:6])
+    ]
     assert len(little) == 2
     table = at.dataframe[-1].value  # predicted beside measured
-    assert list(table.columns)[:3] == [lessons.t("why.col_setting", lang), lessons.t("why.col_rps_measured", lang),
-                                       lessons.t("why.col_rps_simulated", lang)]
+    assert list(table.columns)[:3] == [
+        lessons.t("why.col_setting", lang),
+        lessons.t("why.col_rps_measured", lang),
+        lessons.t("why.col_rps_simulated", lang),
+    ]
     assert (table[lessons.t("why.col_rps_simulated", lang)] > 0).all()
     assert batching.current_config(server.endpoint) == original  # the lab restored the classifier
 

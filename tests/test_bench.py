@@ -48,8 +48,18 @@ def hanging_endpoint():
 def test_bench_measures_and_counts_bytes(server, pipeline_inputs):
     arrays, outputs = pipeline_inputs
     seen = []
-    r = B.run_bench(server.endpoint, "ensemble_pipeline", "grpc", concurrency=2, duration_s=1.0,
-                    inputs=arrays, output_names=outputs, warmup_s=0.2, progress=seen.append, count_wire=True)
+    r = B.run_bench(
+        server.endpoint,
+        "ensemble_pipeline",
+        "grpc",
+        concurrency=2,
+        duration_s=1.0,
+        inputs=arrays,
+        output_names=outputs,
+        warmup_s=0.2,
+        progress=seen.append,
+        count_wire=True,
+    )
     assert r.errors == 0 and r.requests > 0 and r.stop_reason == "duration"
     assert r.throughput_rps == pytest.approx(r.requests / r.window_s)
     assert r.latency_ms["p50"] <= r.latency_ms["p90"] <= r.latency_ms["p99"]
@@ -84,32 +94,69 @@ def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inp
     monkeypatch.setattr(CountingProxy, "start", spy_start)
     for protocol in ("http-binary", "grpc"):
         addresses.clear(), proxy_starts.clear(), reports.clear()
-        r = B.run_bench(server.endpoint, "ensemble_pipeline", protocol, concurrency=3, duration_s=0.5,
-                        inputs=arrays, output_names=outputs, warmup_s=0.1, count_wire=True,
-                        progress=lambda p: reports.append(time.perf_counter()))
+        r = B.run_bench(
+            server.endpoint,
+            "ensemble_pipeline",
+            protocol,
+            concurrency=3,
+            duration_s=0.5,
+            inputs=arrays,
+            output_names=outputs,
+            warmup_s=0.1,
+            count_wire=True,
+            progress=lambda p: reports.append(time.perf_counter()),
+        )
         assert r.requests > 0 and r.errors == 0
         assert addresses == [None] * 3, addresses  # one direct connection per worker
         assert len(proxy_starts) == 1 and proxy_starts[0] > reports[-1], (proxy_starts, reports[-1])
         assert r.wire_counted == B.WIRE_SEPARATE_PASS and r.wire_bytes_sent > r.request_bytes
 
         addresses.clear(), proxy_starts.clear()
-        r = B.run_bench(server.endpoint, "ensemble_pipeline", protocol, concurrency=2, duration_s=0.3,
-                        inputs=arrays, output_names=outputs, warmup_s=0)  # the default: bytes not counted
+        r = B.run_bench(
+            server.endpoint,
+            "ensemble_pipeline",
+            protocol,
+            concurrency=2,
+            duration_s=0.3,
+            inputs=arrays,
+            output_names=outputs,
+            warmup_s=0,
+        )  # the default: bytes not counted
         assert addresses == [None] * 2 and proxy_starts == []
         assert r.wire_counted == B.WIRE_NOT_COUNTED and r.wire is None and r.wire_bytes_sent is None
 
 
 def test_request_cap_and_stop_event(server, pipeline_inputs):
     arrays, outputs = pipeline_inputs
-    r = B.run_bench(server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=30,
-                    max_requests=6, inputs=arrays, output_names=outputs, warmup_s=0, count_wire=False)
+    r = B.run_bench(
+        server.endpoint,
+        "ensemble_pipeline",
+        "http-binary",
+        concurrency=2,
+        duration_s=30,
+        max_requests=6,
+        inputs=arrays,
+        output_names=outputs,
+        warmup_s=0,
+        count_wire=False,
+    )
     assert r.stop_reason == "requests" and r.requests == 6 and r.errors == 0
     assert r.wire_bytes_sent is None and r.wire_counted == B.WIRE_NOT_COUNTED
 
     stop = threading.Event()
     t0 = time.perf_counter()
-    r = B.run_bench(server.endpoint, "ensemble_pipeline", "grpc", concurrency=2, duration_s=30, inputs=arrays,
-                    output_names=outputs, warmup_s=0, stop=stop, progress=lambda p: stop.set())
+    r = B.run_bench(
+        server.endpoint,
+        "ensemble_pipeline",
+        "grpc",
+        concurrency=2,
+        duration_s=30,
+        inputs=arrays,
+        output_names=outputs,
+        warmup_s=0,
+        stop=stop,
+        progress=lambda p: stop.set(),
+    )
     assert r.stop_reason == "stopped"
     assert time.perf_counter() - t0 < 5
 
@@ -130,8 +177,18 @@ def test_bench_stops_in_time_against_a_server_that_hangs(hanging_endpoint, proto
     arrays = {"input_image": np.zeros((1, 3, 224, 224), np.float32)}
     for inputs in (None, arrays):  # None: even the metadata request hangs
         t0 = time.perf_counter()
-        r = B.run_bench(hanging_endpoint, "ensemble_pipeline", protocol, concurrency=4, duration_s=1.0,
-                        inputs=inputs, output_names=["output_label"], timeout_s=60, warmup_s=0.2, grace_s=0.5)
+        r = B.run_bench(
+            hanging_endpoint,
+            "ensemble_pipeline",
+            protocol,
+            concurrency=4,
+            duration_s=1.0,
+            inputs=inputs,
+            output_names=["output_label"],
+            timeout_s=60,
+            warmup_s=0.2,
+            grace_s=0.5,
+        )
         elapsed = time.perf_counter() - t0
         assert elapsed < limit + 0.5, elapsed
         assert r.requests == 0 and r.throughput_rps == 0
@@ -142,19 +199,45 @@ def test_bench_stops_in_time_against_a_server_that_hangs(hanging_endpoint, proto
 def test_cli_json_contract_for_the_three_protocols(server, capsys):
     for protocol in ("http-json", "http-binary", "grpc"):
         url = server.grpc_url if protocol == "grpc" else f"http://{server.http_url}"
-        rc = main(["bench", "--model", "image_classifier", "--protocol", protocol, "--concurrency", "2",
-                   "--duration", "1", "--max-windows", "3", "--url", url, "--stats-url", server.http_url,
-                   "--json"])
+        rc = main(
+            [
+                "bench",
+                "--model",
+                "image_classifier",
+                "--protocol",
+                protocol,
+                "--concurrency",
+                "2",
+                "--duration",
+                "1",
+                "--max-windows",
+                "3",
+                "--url",
+                url,
+                "--stats-url",
+                server.http_url,
+                "--json",
+            ]
+        )
         out = json.loads(capsys.readouterr().out)
         assert rc == 0, out
         assert list(out)[: len(B.CONTRACT_KEYS)] == list(B.CONTRACT_KEYS)
         # the why layer: Triton's own split, Little's law, and whether the windows agreed
         assert set(out) >= {"server", "littles_law", "stable", "windows", "spread_pct"}
-        assert set(out["server"]) >= {"queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms",
-                                      "per_model"}
+        assert set(out["server"]) >= {
+            "queue_ms",
+            "compute_input_ms",
+            "compute_infer_ms",
+            "compute_output_ms",
+            "per_model",
+        }
         assert set(out["server"]["per_model"]) == {"preprocess", "classifier", "postprocess"}
-        assert set(out["server"]["per_model"]["classifier"]) >= {"queue_ms", "compute_infer_ms", "executions",
-                                                                 "inferences"}
+        assert set(out["server"]["per_model"]["classifier"]) >= {
+            "queue_ms",
+            "compute_infer_ms",
+            "executions",
+            "inferences",
+        }
         assert out["littles_law"]["in_flight"] == 2 and out["littles_law"]["predicted_latency_ms"] > 0
         assert 3 <= len(out["windows"]) or out["stable"] is False
         assert out["protocol"] == protocol and out["model"] == "image_classifier" and out["concurrency"] == 2
@@ -165,8 +248,23 @@ def test_cli_json_contract_for_the_three_protocols(server, capsys):
 
 
 def test_cli_text_says_where_the_bytes_per_request_come_from(server, capsys):
-    rc = main(["bench", "--model", "image_classifier", "--protocol", "grpc", "--duration", "0.5",
-               "--max-windows", "3", "--url", server.grpc_url, "--stats-url", server.http_url])
+    rc = main(
+        [
+            "bench",
+            "--model",
+            "image_classifier",
+            "--protocol",
+            "grpc",
+            "--duration",
+            "0.5",
+            "--max-windows",
+            "3",
+            "--url",
+            server.grpc_url,
+            "--stats-url",
+            server.http_url,
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "bytes per request, counted in a separate untimed pass (5 calls" in out
@@ -181,7 +279,9 @@ def test_cli_reports_a_dead_server(capsys):
     port = socket.create_server(("127.0.0.1", 0))
     addr = f"127.0.0.1:{port.getsockname()[1]}"
     port.close()  # nobody listens there now
-    rc = main(["bench", "--model", "m", "--protocol", "http-binary", "--duration", "1", "--url", addr, "--json"])
+    rc = main(
+        ["bench", "--model", "m", "--protocol", "http-binary", "--duration", "1", "--url", addr, "--json"]
+    )
     captured = capsys.readouterr()
     assert rc == 1
     assert json.loads(captured.out)["requests"] == 0
@@ -189,10 +289,21 @@ def test_cli_reports_a_dead_server(capsys):
 
 
 def test_sweep_rows_as_csv(server):
-    results = B.sweep(server.endpoint, "image_classifier", protocols=("http-binary", "grpc"),
-                      concurrencies=(1, 2), duration_s=0.5, warmup_s=0.1, count_wire=False)
+    results = B.sweep(
+        server.endpoint,
+        "image_classifier",
+        protocols=("http-binary", "grpc"),
+        concurrencies=(1, 2),
+        duration_s=0.5,
+        warmup_s=0.1,
+        count_wire=False,
+    )
     assert [(r.protocol, r.concurrency) for r in results] == [
-        ("http-binary", 1), ("http-binary", 2), ("grpc", 1), ("grpc", 2)]
+        ("http-binary", 1),
+        ("http-binary", 2),
+        ("grpc", 1),
+        ("grpc", 2),
+    ]
     assert all(r.requests > 0 and r.errors == 0 for r in results)
     text = B.rows_to_csv([r.to_row() for r in results])
     lines = text.strip().splitlines()
@@ -220,17 +331,22 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
     # spread between each engine's own rounds (never beyond 50%); on a quiet one it is 10%.
     checks = []
     for _ in range(3):
-        check = B.cross_check(server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=2,
-                              rounds=2)
+        check = B.cross_check(
+            server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=2, rounds=2
+        )
         checks.append(check)
         if check["agree"]:
             break
     best = min(checks, key=lambda c: abs(c["difference"]))
     assert best["engine_rps"] > 0 and best["perf_analyzer_rps"] > 0
-    noise = max(_spread([r["engine_rps"] for r in best["rounds"]]),
-                _spread([r["perf_analyzer_rps"] for r in best["rounds"]]))
+    noise = max(
+        _spread([r["engine_rps"] for r in best["rounds"]]),
+        _spread([r["perf_analyzer_rps"] for r in best["rounds"]]),
+    )
     tolerance = min(0.5, max(0.10, noise))
-    assert abs(best["difference"]) <= tolerance, [(c["engine_rps"], c["perf_analyzer_rps"], c["rounds"]) for c in checks]
+    assert abs(best["difference"]) <= tolerance, [
+        (c["engine_rps"], c["perf_analyzer_rps"], c["rounds"]) for c in checks
+    ]
     with pytest.raises(B.PerfAnalyzerError):
         B.run_perf_analyzer(server.endpoint, "ensemble_pipeline", "http-json", 1, {})
 

@@ -28,14 +28,31 @@ def test_closed_loop_result_carries_the_server_breakdown_and_littles_law(server)
 
 
 def test_open_loop_below_saturation_throughput_is_the_offered_rate(server):
-    r = B.run_bench(server.endpoint, "classifier", "grpc", concurrency=4, duration_s=2.0, warmup_s=0.3,
-                    request_rate=15, server_side=False)
+    r = B.run_bench(
+        server.endpoint,
+        "classifier",
+        "grpc",
+        concurrency=4,
+        duration_s=2.0,
+        warmup_s=0.3,
+        request_rate=15,
+        server_side=False,
+    )
     assert r.errors == 0
     assert r.throughput_rps == pytest.approx(15, rel=0.2)
     law = r.littles_law()
     assert "arrival_rate_rps" in law and law["mean_in_flight"] < 4
-    poisson = B.run_bench(server.endpoint, "classifier", "grpc", concurrency=4, duration_s=2.0, warmup_s=0.3,
-                          request_rate=15, distribution="poisson", server_side=False)
+    poisson = B.run_bench(
+        server.endpoint,
+        "classifier",
+        "grpc",
+        concurrency=4,
+        duration_s=2.0,
+        warmup_s=0.3,
+        request_rate=15,
+        distribution="poisson",
+        server_side=False,
+    )
     assert poisson.throughput_rps == pytest.approx(15, rel=0.4)
     with pytest.raises(ValueError):
         B.run_bench(server.endpoint, "classifier", request_rate=0)
@@ -44,13 +61,13 @@ def test_open_loop_below_saturation_throughput_is_the_offered_rate(server):
 
 
 def test_stable_runs_merge_their_last_three_windows(server):
-    merged, st = stability.run_stable(server.endpoint, "classifier", "grpc", concurrency=2, window_s=0.6,
-                                      max_windows=4)
+    merged, st = stability.run_stable(
+        server.endpoint, "classifier", "grpc", concurrency=2, window_s=0.6, max_windows=4
+    )
     assert 3 <= len(st.windows) <= 4 or not st.stable
     assert set(st.spread) == {"throughput", "latency"}
     tail = st.windows[-3:]
-    assert merged.throughput_rps == pytest.approx(
-        sum(w["throughput_rps"] for w in tail) / len(tail), rel=0.2)
+    assert merged.throughput_rps == pytest.approx(sum(w["throughput_rps"] for w in tail) / len(tail), rel=0.2)
     assert merged.server is not None and merged.server.total.requests >= len(merged.latencies_ms) * 0.8
     if st.stable:
         assert all(v <= 2 * stability.STABILITY_PCT for v in st.spread.values())
@@ -60,7 +77,8 @@ def test_without_a_statistics_api_the_run_still_measures_and_says_why(server):
     # the gRPC port answers inference; "HTTP" points at a closed port, so no statistics can be read
     ep = Endpoint(http_url=f"127.0.0.1:{free_port()}", grpc_url=server.grpc_url)
     _, inputs = __import__("triton_kitchen.protocols", fromlist=["sample_inputs"]).sample_inputs(
-        server.endpoint, "classifier", "grpc")
+        server.endpoint, "classifier", "grpc"
+    )
     r = B.run_bench(ep, "classifier", "grpc", concurrency=1, duration_s=0.5, warmup_s=0.1, inputs=inputs)
     assert r.throughput_rps > 0 and r.server is None
     assert "statistics" in r.server_note

@@ -195,8 +195,12 @@ def cjk_rendering_defects(text: str) -> list[str]:
     """Each emphasis marker left literal and each stray space in Chinese text, with a little context."""
     import re  # appended to a file other tests share: its imports stay as they are
 
-    found = [f"**: {text[max(m.start() - 12, 0) : m.end() + 12]!r}" for m in re.finditer(_LITERAL_EMPHASIS, text)]
-    found += [f"space: {text[max(m.start() - 8, 0) : m.end() + 8]!r}" for m in re.finditer(_STRAY_SPACE, text)]
+    found = [
+        f"**: {text[max(m.start() - 12, 0) : m.end() + 12]!r}" for m in re.finditer(_LITERAL_EMPHASIS, text)
+    ]
+    found += [
+        f"space: {text[max(m.start() - 8, 0) : m.end() + 8]!r}" for m in re.finditer(_STRAY_SPACE, text)
+    ]
     return found
 
 

@@ -43,7 +43,9 @@ def with_configs(repo: Path) -> Path:
     """An empty repository holding just the two ONNX models' config.pbtxt (ensure_onnx builds only those)."""
     for name in build.MODELS:
         (repo / name).mkdir(parents=True, exist_ok=True)
-        (repo / name / "config.pbtxt").write_text((ROOT / "model_repository" / name / "config.pbtxt").read_text())
+        (repo / name / "config.pbtxt").write_text(
+            (ROOT / "model_repository" / name / "config.pbtxt").read_text()
+        )
     return repo
 
 

@@ -34,7 +34,9 @@ def test_a_new_subcommand_is_one_function(monkeypatch, capsys):
     assert cli.main(["hello", "--name", "triton"]) == 3
     assert capsys.readouterr().out == "hello triton\n"
     parser = cli.build_parser()
-    assert _names(parser)[-1] == "hello" and parser.description.endswith("|bench|" + "|".join(_names(parser)[4:]) + "``.")
+    assert _names(parser)[-1] == "hello" and parser.description.endswith(
+        "|bench|" + "|".join(_names(parser)[4:]) + "``."
+    )
 
 
 def test_old_import_paths_keep_working():
@@ -50,7 +52,10 @@ def test_old_import_paths_keep_working():
     busy = budget.BudgetBusy(wanted=2, used=8, total=8, runs=3)
     assert (busy.code, busy.used, busy.total, busy.runs) == ("lab_busy", 8, 8, 3) and "8/8" in busy.detail
     error = PerfAnalyzerError("perf_analyzer failed (exit 1)")
-    assert (error.code, str(error), error.detail) == ("perf_analyzer", "perf_analyzer failed (exit 1)",
-                                                      "perf_analyzer failed (exit 1)")
+    assert (error.code, str(error), error.detail) == (
+        "perf_analyzer",
+        "perf_analyzer failed (exit 1)",
+        "perf_analyzer failed (exit 1)",
+    )
     with pytest.raises(ImportError):  # the lazy re-export does not invent names
         from triton_kitchen.bench import no_such_name  # noqa: F401

@@ -48,7 +48,14 @@ def test_parse_accepts_bytes_and_comments():
     [
         ('name: "x"\nmax_batch: 8\n', "unknown_field", 2, 1, "max_batch", ['"max_batch_size"']),
         ('name: "x"\nmax_batch_size: "eight"\n', "bad_value", 2, 17, '"eight"', ["integer"]),
-        ('input [ { name: "a" data_type: TYPE_FLOAT dims: [1] } ]', "unknown_enum", 1, 32, "TYPE_FLOAT", ["TYPE_FP32"]),
+        (
+            'input [ { name: "a" data_type: TYPE_FLOAT dims: [1] } ]',
+            "unknown_enum",
+            1,
+            32,
+            "TYPE_FLOAT",
+            ["TYPE_FP32"],
+        ),
         ('input [ { name: "a" data_type: FP32 dims: [1] } ]', "unknown_enum", 1, 32, "FP32", ["TYPE_FP32"]),
         ('name: "x"\nname: "y"\n', "duplicate_field", 2, 7, "name", ["twice"]),
         ('name: "x"\ninput {\n  name: "a"\n', "syntax", 3, 9, '"a"', ['expected "}"', "end of the file"]),
@@ -118,7 +125,9 @@ def test_locate_steps_and_repeated_map_keys():
 
 
 def test_locate_lists_and_nested_messages():
-    loc = locate('input [\n { name: "a" },\n { name: "b" }\n]\nversion_policy: { latest { num_versions: 2 } }\n')
+    loc = locate(
+        'input [\n { name: "a" },\n { name: "b" }\n]\nversion_policy: { latest { num_versions: 2 } }\n'
+    )
     assert loc.line("input", 0) == 2 and loc.line("input", 1) == 3
     assert loc.value("input", 1, "name", 0) == "b"
     assert loc.line("version_policy", 0, "latest", 0, "num_versions", 0) == 5
@@ -126,7 +135,7 @@ def test_locate_lists_and_nested_messages():
 
 
 def test_locate_never_raises_on_garbage():
-    locate("}}}{{{ : : [[[ \"unterminated")
+    locate('}}}{{{ : : [[[ "unterminated')
 
 
 def test_repository_versions_and_policies(tmp_path):
@@ -137,7 +146,7 @@ def test_repository_versions_and_policies(tmp_path):
     entry = read_model_dir(m)
     assert entry.versions == [1, 2, 10]
     assert entry.served_versions == [10]  # latest 1 by default
-    cfg = parse_config('version_policy: { all { } }')
+    cfg = parse_config("version_policy: { all { } }")
     assert served_versions(cfg, [1, 2, 10]) == [1, 2, 10]
     cfg = parse_config("version_policy: { specific { versions: [ 2, 3 ] } }")
     assert served_versions(cfg, [1, 2, 10]) == [2]

@@ -17,20 +17,70 @@ from triton_kitchen.diagram import compute_layout, to_dot
 from triton_kitchen.ensemble import Problem, build_dag, has_errors, validate_model
 
 CORPUS = Path(__file__).parent / "corpus"
-SEEDS = sorted((p / "ens" / "config.pbtxt").read_text() for p in CORPUS.iterdir() if (p / "ens" / "config.pbtxt").is_file())
+SEEDS = sorted(
+    (p / "ens" / "config.pbtxt").read_text()
+    for p in CORPUS.iterdir()
+    if (p / "ens" / "config.pbtxt").is_file()
+)
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TOKENS = [
-    "{", "}", "[", "]", ":", ",", "<", ">", '"', "-1", "0", "8", "1e9", "name", "input", "output", "dims",
-    "step", "input_map", "output_map", "key", "value", "model_name", "model_version", "platform",
-    "ensemble_scheduling", "dynamic_batching", "max_batch_size", "TYPE_FP32", "TYPE_BOGUS", '"x"', "\n", "#",
-    "\\", "'", "\x00", "é", "reshape", "shape", "version_policy", "latest", "optional", "true",
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "<",
+    ">",
+    '"',
+    "-1",
+    "0",
+    "8",
+    "1e9",
+    "name",
+    "input",
+    "output",
+    "dims",
+    "step",
+    "input_map",
+    "output_map",
+    "key",
+    "value",
+    "model_name",
+    "model_version",
+    "platform",
+    "ensemble_scheduling",
+    "dynamic_batching",
+    "max_batch_size",
+    "TYPE_FP32",
+    "TYPE_BOGUS",
+    '"x"',
+    "\n",
+    "#",
+    "\\",
+    "'",
+    "\x00",
+    "é",
+    "reshape",
+    "shape",
+    "version_policy",
+    "latest",
+    "optional",
+    "true",
 ]
 
 
 def _entry_for(cfg, text: str, name: str = "ens") -> ModelEntry:
-    return ModelEntry(name=name, path=Path("."), config_path=Path("ens/config.pbtxt"), config=cfg, text=text,
-                      versions=[1], files={1: ["model.py"]})
+    return ModelEntry(
+        name=name,
+        path=Path("."),
+        config_path=Path("ens/config.pbtxt"),
+        config=cfg,
+        text=text,
+        versions=[1],
+        files={1: ["model.py"]},
+    )
 
 
 def _check_text(text: str | bytes) -> None:
@@ -74,8 +124,12 @@ def test_token_soup_never_crashes(text):
 @given(
     st.sampled_from(SEEDS),
     st.lists(
-        st.tuples(st.sampled_from(["delete", "insert", "replace", "swap"]), st.integers(0, 10_000),
-                  st.integers(1, 12), st.sampled_from(TOKENS)),
+        st.tuples(
+            st.sampled_from(["delete", "insert", "replace", "swap"]),
+            st.integers(0, 10_000),
+            st.integers(1, 12),
+            st.sampled_from(TOKENS),
+        ),
         min_size=1,
         max_size=4,
     ),
@@ -85,11 +139,11 @@ def test_mutated_configs_never_crash(seed, edits):
     for op, pos, n, tok in edits:
         pos %= max(len(text), 1)
         if op == "delete":
-            text = text[:pos] + text[pos + n:]
+            text = text[:pos] + text[pos + n :]
         elif op == "insert":
             text = text[:pos] + tok + text[pos:]
         elif op == "replace":
-            text = text[:pos] + tok + text[pos + n:]
+            text = text[:pos] + tok + text[pos + n :]
         else:
             lines = text.splitlines()
             if len(lines) > 2:
@@ -108,8 +162,15 @@ def _step_model(name: str, n_in: int, n_out: int, mbs: int, dims: list[int], dty
     ins = ", ".join(f'{{ name: "I{i}" data_type: {dtype} dims: {dims} }}' for i in range(n_in))
     outs = ", ".join(f'{{ name: "O{i}" data_type: {dtype} dims: {dims} }}' for i in range(n_out))
     text = f'name: "{name}"\nbackend: "python"\nmax_batch_size: {mbs}\ninput [ {ins} ]\noutput [ {outs} ]\n'
-    return ModelEntry(name=name, path=Path(name), config_path=Path(name) / "config.pbtxt",
-                      config=parse_config(text), text=text, versions=[1], files={1: ["model.py"]})
+    return ModelEntry(
+        name=name,
+        path=Path(name),
+        config_path=Path(name) / "config.pbtxt",
+        config=parse_config(text),
+        text=text,
+        versions=[1],
+        files={1: ["model.py"]},
+    )
 
 
 step_spec = st.tuples(

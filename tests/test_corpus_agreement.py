@@ -113,7 +113,9 @@ class CorpusRunner:
         src = CORPUS / name
         models = [p.name for p in src.iterdir() if p.is_dir()]
         dirs = [self.repo / (prefix + m) for m in models]
-        pattern = re.compile(r'(^name:\s*"|model_name:\s*")(' + "|".join(re.escape(m) for m in models) + r')"', re.M)
+        pattern = re.compile(
+            r'(^name:\s*"|model_name:\s*")(' + "|".join(re.escape(m) for m in models) + r')"', re.M
+        )
         for m, dst in zip(models, dirs, strict=True):
             tmp = self.repo / (".tmp-" + prefix + m)  # hidden until complete: Triton never sees half a copy
             shutil.copytree(src / m, tmp, copy_function=shutil.copy)
@@ -274,6 +276,7 @@ def record() -> int:
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
     def predicted(case, first):
         if first is None or not first.triton_message:
             return ""
@@ -292,7 +295,7 @@ def record() -> int:
         f"- refused cases where `check`'s first error carries Triton's exact wording: {same}/{failing}",
         "",
         "Columns: Triton's load error (from the API, or from the server log when the API only says",
-        "\"failed to poll from model repository\"); `check`'s first error (its own explanation); the",
+        '"failed to poll from model repository"); `check`\'s first error (its own explanation); the',
         "wording `check` predicts for Triton (shown beside the explanation in the app).",
         "",
         "| case | Triton | check | Triton's message | check's message | predicted Triton wording |",

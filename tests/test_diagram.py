@@ -52,7 +52,9 @@ def _crossed_dag() -> Dag:
 def test_barycenter_removes_crossings():
     dag = _crossed_dag()
     as_given = compute_layout(dag, sweeps=0)
-    assert as_given.layers[2] == ["b2", "b1"] and as_given.crossings == 2  # a1->b1 crosses a2->b2, and on to P, Q
+    assert (
+        as_given.layers[2] == ["b2", "b1"] and as_given.crossings == 2
+    )  # a1->b1 crosses a2->b2, and on to P, Q
     lay = compute_layout(dag)
     assert lay.crossings == 0
     pos = lay.positions

@@ -71,7 +71,9 @@ def test_compose_uses_the_gpu_config_of_the_classifier():
     assert [g.kind for g in gpu.instance_group] == [model_config_pb2.ModelInstanceGroup.KIND_GPU]
     assert gpu.max_batch_size == cpu.max_batch_size
     for a, b in ((gpu.input, cpu.input), (gpu.output, cpu.output)):
-        assert [(t.name, t.data_type, list(t.dims)) for t in a] == [(t.name, t.data_type, list(t.dims)) for t in b]
+        assert [(t.name, t.data_type, list(t.dims)) for t in a] == [
+            (t.name, t.data_type, list(t.dims)) for t in b
+        ]
     assert gpu.output[0].label_filename == "labels.txt"
     assert (ROOT / "model_repository" / "classifier" / "labels.txt").is_file()
 
@@ -131,7 +133,10 @@ def test_stub_imported_code_is_python_3_10():
     """Parsed with Python 3.10's grammar (ast feature_version), importing no module 3.10 lacks; ruff's
     per-file-target-version (pyproject.toml) keeps its lint rules from suggesting 3.11 features there."""
     modules = stub_imported_modules()
-    assert ROOT / "triton_kitchen" / "imaging.py" in modules and ROOT / "triton_kitchen" / "postprocessing.py" in modules
+    assert (
+        ROOT / "triton_kitchen" / "imaging.py" in modules
+        and ROOT / "triton_kitchen" / "postprocessing.py" in modules
+    )
     new_after_310 = {"tomllib"}
     for path, tree in modules.items():
         ast.parse(path.read_text(), str(path), feature_version=(3, 10))
@@ -150,7 +155,9 @@ def test_python_models_dependencies_are_installed_in_the_triton_image():
                 need |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 need.add(node.module.split(".")[0])
-    third_party = need - {"triton_python_backend_utils", "triton_kitchen", "__future__"} - set(sys.stdlib_module_names)
+    third_party = (
+        need - {"triton_python_backend_utils", "triton_kitchen", "__future__"} - set(sys.stdlib_module_names)
+    )
     provided = {"numpy": "numpy", "PIL": "pillow", "onnxruntime": "onnxruntime"}
     assert third_party <= set(provided), third_party - set(provided)
     pinned = pins(ROOT / "docker" / "triton-python-models.txt")

@@ -36,11 +36,20 @@ def first_error(case: str, load: str = "ens"):
 # -- rules ------------------------------------------------------------------------------------
 
 EXPECTED = {
-    "unknown_step_model": ("unknown_model", "ensemble ens contains models that are not available or ambiguous: missing"),
-    "version_omitted": ("version_omitted", "ensemble 'ens' depends on 'm' whose required version 0 is not loaded."),
+    "unknown_step_model": (
+        "unknown_model",
+        "ensemble ens contains models that are not available or ambiguous: missing",
+    ),
+    "version_omitted": (
+        "version_omitted",
+        "ensemble 'ens' depends on 'm' whose required version 0 is not loaded.",
+    ),
     "version_pinned_missing": ("version_not_available", None),
     "version_not_served": ("version_not_available", None),
-    "unmapped_step_input": ("unmapped_input", "in ensemble ens, input B in model d is not mapped to any ensemble tensors"),
+    "unmapped_step_input": (
+        "unmapped_input",
+        "in ensemble ens, input B in model d is not mapped to any ensemble tensors",
+    ),
     "map_to_missing_input": ("map_to_missing_input", None),
     "map_from_missing_output": ("map_from_missing_output", None),
     "map_reversed": ("unused_input", "ensemble input 'IN' for ensemble ens' is not used"),
@@ -61,7 +70,10 @@ EXPECTED = {
     "rank_mismatch": ("shape_mismatch", None),
     "max_batch_size_too_small": ("max_batch_size_too_small", None),
     "forbidden_dynamic_batching": ("oneof_conflict", None),
-    "forbidden_instance_group": ("ensemble_forbidden_field", "instance group should not be specified for ensemble 'ens'"),
+    "forbidden_instance_group": (
+        "ensemble_forbidden_field",
+        "instance group should not be specified for ensemble 'ens'",
+    ),
     "forbidden_optimization": ("ensemble_forbidden_field", None),
     "forbidden_model_warmup": ("ensemble_forbidden_field", None),
     "forbidden_backend": ("ensemble_backend", None),
@@ -288,7 +300,7 @@ def test_inflight_memory(tmp_path):
         'name: "ens"\nplatform: "ensemble"\nmax_batch_size: 8\n'
         'input [ { name: "raw" data_type: TYPE_UINT8 dims: [ 224, 224, 3 ] } ]\n'
         'output [ { name: "logits" data_type: TYPE_FP32 dims: [ 1000 ] } ]\n'
-        'ensemble_scheduling { step [\n'
+        "ensemble_scheduling { step [\n"
         '  { model_name: "pre" model_version: -1 input_map { key: "I" value: "raw" } output_map { key: "O" value: "img" } },\n'
         '  { model_name: "cls" model_version: -1 input_map { key: "I" value: "img" } output_map { key: "O" value: "logits" } }\n'
         "] }\n"
@@ -306,7 +318,7 @@ def test_inflight_memory(tmp_path):
 # -- the package ------------------------------------------------------------------------------
 
 # each part imports only parts above it (the review's acyclic split)
-LAYERS = ["problems", "data_flow", "model_rules", "validate", "dag", "memory"]
+LAYERS = ["problems", "data_flow", "model_rules", "tensor_nodes", "validate", "dag", "memory"]
 
 
 def test_package_parts_import_one_way_and_stay_small():
@@ -337,7 +349,11 @@ def test_check_cli_exit_codes_and_lines(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out and all(":" in line for line in out)
     path, line, rest = out[0].split(":", 2)
-    assert path.endswith("cycle_two_steps/ens/config.pbtxt") and int(line) > 0 and rest.startswith(" error: cycle")
+    assert (
+        path.endswith("cycle_two_steps/ens/config.pbtxt")
+        and int(line) > 0
+        and rest.startswith(" error: cycle")
+    )
     assert run_check([str(CORPUS / "valid_repeated_map_key")]) == 0
     warned = capsys.readouterr()
     assert ": warning: " in warned.out and "1 warning(s)" in warned.err

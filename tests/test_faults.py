@@ -180,7 +180,9 @@ def test_first_start_does_not_hold_pages(small, monkeypatch):
 
     repo = small.repo
     holder = server.supervisor()
-    saved = holder.adopt(None, factory=lambda: EmbeddedServer(repo=repo, http_port=0, grpc_port=0, metrics_port=0))
+    saved = holder.adopt(
+        None, factory=lambda: EmbeddedServer(repo=repo, http_port=0, grpc_port=0, metrics_port=0)
+    )
     try:
         for page, lang in (("views/ch1_inference_server.py", "en"), ("views/lab_batching.py", "zh")):
             at = AppTest.from_file(APP, default_timeout=TIMEOUT)
@@ -245,8 +247,18 @@ def test_bench_against_a_server_killed_mid_run(small):
     killer = threading.Timer(1.0, kill_triton, args=(small,))
     killer.start()
     t0 = time.monotonic()
-    r = bench.run_bench(ep, "classifier", "grpc", concurrency=4, duration_s=3.0, warmup_s=0.2, grace_s=2.0,
-                        inputs=batching.classifier_inputs(), output_names=["logits"], count_wire=False)
+    r = bench.run_bench(
+        ep,
+        "classifier",
+        "grpc",
+        concurrency=4,
+        duration_s=3.0,
+        warmup_s=0.2,
+        grace_s=2.0,
+        inputs=batching.classifier_inputs(),
+        output_names=["logits"],
+        count_wire=False,
+    )
     took = time.monotonic() - t0
     killer.join()
     assert took <= 0.2 + 3.0 + 2.0 + 0.5, f"run_bench took {took:.1f} s"
@@ -284,7 +296,8 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
         assert not at.exception
         assert any("2.51" in s.value for s in at.sidebar.success), sidebar_text(at)  # up, though not ready
         assert any(lessons.t("sidebar.models_not_ready", "zh", n=1) == w.value for w in at.sidebar.warning), (
-            sidebar_text(at))
+            sidebar_text(at)
+        )
         arrays = batching.classifier_inputs()
         import tritonclient.http as httpclient
 
@@ -327,7 +340,9 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     with fairness.LAB_BUDGET.hold(fairness.LAB_BUDGET.total):  # another student's run holds it all
         at.button(key="proto_load_run").click().run()
     assert not at.exception
-    busy = lessons.t("lab.busy", "en", used=fairness.LAB_BUDGET.total, total=fairness.LAB_BUDGET.total, runs=1)
+    busy = lessons.t(
+        "lab.busy", "en", used=fairness.LAB_BUDGET.total, total=fairness.LAB_BUDGET.total, runs=1
+    )
     assert any(w.value == busy for w in at.warning), [w.value for w in at.warning]
     assert not at.session_state["proto_load"]
 
@@ -338,9 +353,13 @@ def test_batching_override_only_changes_safe_fields(small):
     base = batching.current_config(ep)
     ok = batching.config_override(base, batching.BatchingSettings(True, 1000, [4], 2))
     batching.check_override(base, ok)
-    for field, value in (("backend", "onnxruntime"), ("platform", "onnxruntime_onnx"),
-                         ("parameters", {"EXECUTION_ENV_PATH": {"string_value": "/tmp/x.tar.gz"}}),
-                         ("default_model_filename", "evil.py"), ("input", [])):
+    for field, value in (
+        ("backend", "onnxruntime"),
+        ("platform", "onnxruntime_onnx"),
+        ("parameters", {"EXECUTION_ENV_PATH": {"string_value": "/tmp/x.tar.gz"}}),
+        ("default_model_filename", "evil.py"),
+        ("input", []),
+    ):
         bad = dict(ok, **{field: value})
         with pytest.raises(BatchingError) as info:
             batching.check_override(base, bad)

@@ -61,5 +61,8 @@ def test_server_status_asks_the_known_models_when_the_index_is_closed(server):
     keyless = Endpoint(server.http_url, server.grpc_url)  # the repository index is closed to it
     status = server_status(keyless, known_models=["no_such_model", "classifier"])
     assert status.up and status.version and not status.error
-    assert [(m.name, m.state) for m in status.models] == [("classifier", "READY"), ("no_such_model", "UNAVAILABLE")]
+    assert [(m.name, m.state) for m in status.models] == [
+        ("classifier", "READY"),
+        ("no_such_model", "UNAVAILABLE"),
+    ]
     assert {m.name for m in server_status(keyless).models} >= {"classifier", "image_classifier", "streamer"}

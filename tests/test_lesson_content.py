@@ -173,7 +173,10 @@ def test_mistakes_fail_with_the_error_the_lesson_names(lang, chapter, index, rol
     assert quote, f'{lang} ch{chapter}: a mistake block is followed by Triton\'s words in *"…"*'
     editor, cli = _checker_problems(code, tmp_path)
     assert editor and cli, "a mistake block must fail"
-    assert any(quote in _norm(p.triton_message or "") for p in editor), (quote, [p.triton_message for p in editor])
+    assert any(quote in _norm(p.triton_message or "") for p in editor), (
+        quote,
+        [p.triton_message for p in editor],
+    )
     assert any(quote in _norm(p.triton_message or "") for p in cli), (quote, [p.triton_message for p in cli])
 
 

@@ -31,18 +31,51 @@ LIVE_KEYS = {
 # The brief's list, under the names the app's code uses (ui/, views/, triton_kitchen.imaging codes).
 REQUIRED_UI_KEYS = [
     *(f"page.ch{n}" for n in range(1, 9)),
-    "page.lab_protocols", "page.lab_batching", "page.lab_flow",
-    "nav.lessons", "nav.labs",
-    "sidebar.server", "sidebar.mode_embedded", "sidebar.mode_remote", "sidebar.http_url", "sidebar.status_up",
-    "sidebar.status_down", "sidebar.triton_version", "sidebar.models", "sidebar.ready", "sidebar.unavailable",
-    "sidebar.restart", "sidebar.language", "sidebar.log",
-    "image.sample", "image.upload", "image.camera", "classify.button", "classify.took",
-    "quiz.check", "quiz.correct", "quiz.wrong", "quiz.progress",
+    "page.lab_protocols",
+    "page.lab_batching",
+    "page.lab_flow",
+    "nav.lessons",
+    "nav.labs",
+    "sidebar.server",
+    "sidebar.mode_embedded",
+    "sidebar.mode_remote",
+    "sidebar.http_url",
+    "sidebar.status_up",
+    "sidebar.status_down",
+    "sidebar.triton_version",
+    "sidebar.models",
+    "sidebar.ready",
+    "sidebar.unavailable",
+    "sidebar.restart",
+    "sidebar.language",
+    "sidebar.log",
+    "image.sample",
+    "image.upload",
+    "image.camera",
+    "classify.button",
+    "classify.took",
+    "quiz.check",
+    "quiz.correct",
+    "quiz.wrong",
+    "quiz.progress",
     # plain-language errors: not an image, empty, truncated, image too large, upload too large, ...
-    "error.not_an_image", "error.empty", "error.truncated", "error.image_too_large", "error.too_large",
-    "error.upload_too_large", "error.server_unreachable", "error.server_starting", "error.model_not_ready",
-    "error.wrong_tensor_name", "error.wrong_dtype", "error.wrong_shape", "error.bad_config",
-    "error.config_syntax", "error.config_invalid", "error.timeout", "error.benchmark_stopped",
+    "error.not_an_image",
+    "error.empty",
+    "error.truncated",
+    "error.image_too_large",
+    "error.too_large",
+    "error.upload_too_large",
+    "error.server_unreachable",
+    "error.server_starting",
+    "error.model_not_ready",
+    "error.wrong_tensor_name",
+    "error.wrong_dtype",
+    "error.wrong_shape",
+    "error.bad_config",
+    "error.config_syntax",
+    "error.config_invalid",
+    "error.timeout",
+    "error.benchmark_stopped",
 ]
 
 
@@ -88,7 +121,9 @@ def test_lessons_load_with_sections_and_enough_text(chapter):
         assert "<!-- section" not in "".join(lesson.sections.values())
         assert "\n---\n" not in lesson.body[:5], "front matter leaked into the body"
     assert list(zh.sections) == list(en.sections), "pages place live elements by section key"
-    words = len(re.sub(r"^```.*?^```", "", en.body, flags=re.MULTILINE | re.DOTALL).split())  # prose, not code
+    words = len(
+        re.sub(r"^```.*?^```", "", en.body, flags=re.MULTILINE | re.DOTALL).split()
+    )  # prose, not code
     assert 400 <= words <= 900, f"English lesson {chapter} has {words} words of prose"
     cjk = len(CJK.findall(zh.body))
     assert cjk >= 500, f"Chinese lesson {chapter} has only {cjk} Chinese characters"
@@ -141,7 +176,9 @@ def key_is_strictly_longest(q: L.Question) -> bool:
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_quiz_every_choice_has_feedback(lang):
     missing = [
-        q.id for ch in L.CHAPTERS for q in L.load_quiz(ch, lang)
+        q.id
+        for ch in L.CHAPTERS
+        for q in L.load_quiz(ch, lang)
         if len(q.why) != len(q.choices) or not all(w.strip() for w in q.why)
     ]
     assert not missing, f"{lang}: {len(missing)} questions lack a `why` per choice: {missing}"
@@ -163,7 +200,9 @@ def test_quiz_enough_questions_and_scenarios_per_chapter(lang):
 def test_quiz_the_longest_choice_is_no_cue(lang):
     """The key is the strictly longest choice in at most a third of a language's questions, and in at
     most 2 of a chapter's."""
-    per_chapter = {ch: [q.id for q in L.load_quiz(ch, lang) if key_is_strictly_longest(q)] for ch in L.CHAPTERS}
+    per_chapter = {
+        ch: [q.id for q in L.load_quiz(ch, lang) if key_is_strictly_longest(q)] for ch in L.CHAPTERS
+    }
     longest = sum(len(ids) for ids in per_chapter.values())
     total = sum(len(L.load_quiz(ch, lang)) for ch in L.CHAPTERS)
     crowded = {ch: ids for ch, ids in per_chapter.items() if len(ids) > 2}
@@ -230,7 +269,10 @@ def _committed_sources(root: Path) -> dict[str, str]:
     try:
         listed = subprocess.run(
             ["git", "ls-files", "app.py", "ui/*.py", "views/*.py"],
-            cwd=root, capture_output=True, text=True, check=True,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.split()
         return {
             name: subprocess.run(
@@ -310,7 +352,7 @@ def test_chapter2_config_snippet_maps_model_tensor_to_ensemble_tensor(lang):
         # ... and the key is the step model's own name, never an ensemble tensor
         assert key not in ensemble_inputs | ensemble_outputs | (produced - {key}), (kind, key, value)
     assert ensemble_outputs <= produced
-    assert all('model_version: -1' in step for step in snippet.split("model_name")[1:])
+    assert all("model_version: -1" in step for step in snippet.split("model_name")[1:])
 
 
 def test_chapter2_prose_states_the_direction():
@@ -332,8 +374,14 @@ def test_facts_the_course_must_get_right(lang):
     assert "binary_data=True" in body[4] and "Inference-Header-Content-Length" in body[4]
     assert "ModelStreamInfer" in body[5] and "decoupled: true" in body[5]
     assert "generate_stream" in body[6] and "Server-Sent Events" in body[6] and "perf_analyzer" in body[6]
-    for name in ("ensemble_pipeline", "input_image", "output_label", "localhost:8000", "localhost:8001",
-                 "np.random.rand(1, 3, 224, 224)"):
+    for name in (
+        "ensemble_pipeline",
+        "input_image",
+        "output_label",
+        "localhost:8000",
+        "localhost:8001",
+        "np.random.rand(1, 3, 224, 224)",
+    ):
         assert name in body[7], name
     for marker in ("input_map", "generate_stream", "binary_data", "perf_analyzer", "BLS", "-1"):
         assert marker in body[8], marker
@@ -452,7 +500,9 @@ def test_shuffled_order_is_a_stable_permutation():
     code = "import triton_kitchen.lessons as L; print(list(L.shuffled_order(5, 'ch1-ports', 6)))"
     root = Path(L.__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONHASHSEED": "123"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == str(list(L.shuffled_order(5, "ch1-ports", 6)))
     # it depends on the seed and on the question, and it does shuffle
     orders = {L.shuffled_order(seed, "q", 4) for seed in range(200)}
@@ -462,14 +512,14 @@ def test_shuffled_order_is_a_stable_permutation():
     assert all(60 < first.count(i) < 140 for i in range(4)), [first.count(i) for i in range(4)]
 
 
-BANK_HEAD = '''
+BANK_HEAD = """
 [[question]]
 id = "a"
 prompt = "p"
 choices = ["x", "y", "z"]
 answer = 1
 explanation = "e"
-'''
+"""
 
 
 @pytest.fixture
@@ -501,7 +551,7 @@ def test_quiz_why_and_kind_are_optional(tmp_bank):
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [('why = ["wx", "wy"]\n', "why has 2 entries for 3 choices"), ('kind = "trivia"\n', "kind \'trivia\'")],
+    [('why = ["wx", "wy"]\n', "why has 2 entries for 3 choices"), ('kind = "trivia"\n', "kind 'trivia'")],
 )
 def test_quiz_bad_why_or_kind_is_an_error(tmp_bank, extra, message):
     tmp_bank(BANK_HEAD + extra)

@@ -45,7 +45,7 @@ def test_swap_input_map_swaps_one_entry_and_keeps_lines():
     assert swapped.count("\n") == text.count("\n")
     changed = [(a, b) for a, b in zip(text.splitlines(), swapped.splitlines(), strict=True) if a != b]
     assert len(changed) == 1
-    (before, after), = changed
+    ((before, after),) = changed
     assert "input_map" in after and before.replace("image_bytes", "X") != after
     check = repo.check_ensemble_text(swapped, "image_classifier")
     assert not check.ok
@@ -65,7 +65,9 @@ def test_ch2_swap_button_shows_the_verdict(remote, lang):
     at.button(key="ch2_swap").click().run()
     no_failure(at, lang)
     text = at.text_area(key="ch2_text").value
-    assert text == mistakes.swap_input_map(repo.DEFAULT_REPOSITORY.joinpath("image_classifier", "config.pbtxt").read_text())
+    assert text == mistakes.swap_input_map(
+        repo.DEFAULT_REPOSITORY.joinpath("image_classifier", "config.pbtxt").read_text()
+    )
     assert at.error and lessons.t("ch2.invalid", lang, n=1)[:4] in at.error[0].value  # the red verdict
     assert at.get("graphviz_chart"), "the diagram vanished"
     at.button(key="ch2_reset").click().run()

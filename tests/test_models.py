@@ -34,7 +34,11 @@ def infer(server, protocol, model, inputs: dict[str, np.ndarray], outputs: list[
     with client_of(server, protocol) as (client, lib):
         tensors = []
         for name, array in inputs.items():
-            dtype = "BYTES" if array.dtype == object else {np.float32: "FP32", np.int32: "INT32"}[array.dtype.type]
+            dtype = (
+                "BYTES"
+                if array.dtype == object
+                else {np.float32: "FP32", np.int32: "INT32"}[array.dtype.type]
+            )
             t = lib.InferInput(name, list(array.shape), dtype)
             t.set_data_from_numpy(array)
             tensors.append(t)
@@ -101,7 +105,9 @@ def test_ensemble_equals_its_steps(server, sample_jpegs):
     np.testing.assert_allclose(whole["top5_scores"], steps["top5_scores"], rtol=1e-5, atol=1e-6)
 
     x = random_image(3)
-    pipeline = infer(server, "http", "ensemble_pipeline", {"input_image": x}, ["output_label"])["output_label"]
+    pipeline = infer(server, "http", "ensemble_pipeline", {"input_image": x}, ["output_label"])[
+        "output_label"
+    ]
     logits = infer(server, "http", "classifier", {"input": x}, ["logits"])["logits"]
     np.testing.assert_allclose(pipeline, softmax(logits), rtol=1e-4, atol=1e-6)
 
@@ -110,7 +116,9 @@ def test_parallel_ensemble_equals_its_branches(server, sample_jpegs):
     jpeg = sample_jpegs["camera"]
     image = infer(server, "grpc", "preprocess", photo_input(jpeg), ["image_tensor"])["image_tensor"]
     a = infer(server, "grpc", "classifier", {"input": image}, ["logits"])["logits"]
-    b = infer(server, "grpc", "classifier", {"input": np.ascontiguousarray(image[..., ::-1])}, ["logits"])["logits"]
+    b = infer(server, "grpc", "classifier", {"input": np.ascontiguousarray(image[..., ::-1])}, ["logits"])[
+        "logits"
+    ]
     steps = infer(server, "grpc", "postprocess", {"logits": (a + b) / 2}, ["top5_scores"])["top5_scores"]
     whole = infer(server, "grpc", "tta_ensemble", photo_input(jpeg), ["top5_scores"])["top5_scores"]
     np.testing.assert_allclose(whole, steps, rtol=1e-4, atol=1e-6)
@@ -193,7 +201,9 @@ def test_streamer_over_http_sse(server):
     )
     with urllib.request.urlopen(req, timeout=20) as resp:
         assert resp.headers["Content-Type"].startswith("text/event-stream")
-        events = [json.loads(line[5:]) for line in resp.read().decode().splitlines() if line.startswith("data:")]
+        events = [
+            json.loads(line[5:]) for line in resp.read().decode().splitlines() if line.startswith("data:")
+        ]
     assert [e["token"].strip() for e in events] == ["你", "好", "kitchen"]
     assert [e["index"] for e in events] == [0, 1, 2]
 
@@ -206,11 +216,15 @@ def inference_count(server, model: str) -> int:
 def test_bls_cascade_exits_early_when_sure(server, sample_jpegs):
     """Coffee: the coarse stage is sure, the full classifier is not called. Chelsea: it is."""
     before = inference_count(server, "classifier")
-    sure = infer(server, "grpc", "cascade_bls", photo_input(sample_jpegs["coffee"]), ["stage_used", "top5_labels"])
+    sure = infer(
+        server, "grpc", "cascade_bls", photo_input(sample_jpegs["coffee"]), ["stage_used", "top5_labels"]
+    )
     assert sure["stage_used"].item() == 1 and sure["top5_labels"][0][0].decode() == "espresso"
     assert inference_count(server, "classifier") == before
 
-    unsure = infer(server, "grpc", "cascade_bls", photo_input(sample_jpegs["chelsea"]), ["stage_used", "top5_labels"])
+    unsure = infer(
+        server, "grpc", "cascade_bls", photo_input(sample_jpegs["chelsea"]), ["stage_used", "top5_labels"]
+    )
     assert unsure["stage_used"].item() == 2 and unsure["top5_labels"][0][0].decode() in CAT_CLASSES
     assert inference_count(server, "classifier") == before + 1
 

@@ -58,7 +58,10 @@ def edited(old: str, new: str) -> str:
 WRONG_KEY = ('key: "input" value: "image_tensor"', 'key: "pixels" value: "image_tensor"')
 SWAPPED = ('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"')
 # the reviewer's cycle: preprocess reads postprocess's output; its key is a real input of preprocess
-CYCLE = ('input_map { key: "image_bytes" value: "image_bytes" }', 'input_map { key: "image_bytes" value: "top5_labels" }')
+CYCLE = (
+    'input_map { key: "image_bytes" value: "image_bytes" }',
+    'input_map { key: "image_bytes" value: "top5_labels" }',
+)
 
 
 # -- defect 5: every explanation in zh and en ------------------------------------------------------
@@ -76,12 +79,16 @@ def test_corpus_explanations_in_both_languages(case):
 
 
 def test_every_table_key_the_code_uses_exists():
-    parts = sorted((ROOT / "triton_kitchen" / "ensemble").glob("*.py")) + [ROOT / "triton_kitchen" / "repository.py"]
+    parts = sorted((ROOT / "triton_kitchen" / "ensemble").glob("*.py")) + [
+        ROOT / "triton_kitchen" / "repository.py"
+    ]
     src = "".join(p.read_text() for p in parts)
     assert len(re.findall(r'_m\(\s*"(\w+)"', src)) > 40  # the rules are really in these files
     keys = set(re.findall(r'_m\(\s*"(\w+)"\s*[,)]', src)) | set(re.findall(r'_msg\(\s*"(\w+)"', src))
     keys |= set(re.findall(r'"(cfg_\w+)"', src))
-    keys |= {f"map_{k}_reversed" for k in ("input", "output")} | {f"map_key_is_{k}_name" for k in ("input", "output")}
+    keys |= {f"map_{k}_reversed" for k in ("input", "output")} | {
+        f"map_key_is_{k}_name" for k in ("input", "output")
+    }
     keys |= {"kind_input", "kind_output", "map_to_missing_input", "map_from_missing_output"}
     assert len(keys) > 60
     for lang in lessons.LANGS:
@@ -136,7 +143,9 @@ def test_editor_check_follows_the_language(change):
 def test_editor_wrong_key_explained_in_chinese():
     [p] = repo.check_ensemble_text(edited(*WRONG_KEY), lang="zh").problems
     assert p.message.startswith("第 2 步（classifier）：input_map 的 key 'pixels' 不是 classifier 的输入")
-    assert p.triton_message.startswith("in ensemble image_classifier, ensemble tensor image_tensor is mapping to")
+    assert p.triton_message.startswith(
+        "in ensemble image_classifier, ensemble tensor image_tensor is mapping to"
+    )
 
 
 # -- defect 6: steps counted from 1, like the DAG's step table ------------------------------------
@@ -172,9 +181,13 @@ def test_step_numbers_match_the_steps_table_and_cli(capsys):
 
 
 def test_triton_zero_based_step_is_flagged():
-    text = edited('output_map { key: "logits" value: "logits" }', 'output_map { key: "logits" value: "image_tensor" }')
+    text = edited(
+        'output_map { key: "logits" value: "logits" }', 'output_map { key: "logits" value: "image_tensor" }'
+    )
     for lang, note in (("en", "counts steps from 0"), ("zh", "从 0 开始编号")):
-        p = next(p for p in repo.check_ensemble_text(text, lang=lang).problems if p.code == "tensor_written_twice")
+        p = next(
+            p for p in repo.check_ensemble_text(text, lang=lang).problems if p.code == "tensor_written_twice"
+        )
         assert "step 1" in p.triton_message and note in p.message
 
 
@@ -192,7 +205,9 @@ def test_swap_hint_when_swapping_fixes_it():
     problems = repo.check_ensemble_text(edited(*SWAPPED), lang="en").problems
     hinted = [p for p in problems if "reversed" in p.message]
     assert hinted and all('input_map { key: "input" value: "image_tensor" }' in p.message for p in hinted)
-    err = next(p for p in validate_model("ens", load_repository(CORPUS / "map_reversed")) if p.code == "unused_input")
+    err = next(
+        p for p in validate_model("ens", load_repository(CORPUS / "map_reversed")) if p.code == "unused_input"
+    )
     assert 'is the map reversed? (input_map { key: "INPUT" value: "IN" })' in err.message
     assert err.params["reversed_in_step"] == 0
 
@@ -232,7 +247,10 @@ def test_caption_takes_its_colours_from_the_diagram(lang):
     words |= {"yellow", "黄色"}
     assert not any(w in template for w in words), template  # no colour written by hand
     shown = lessons.t("ch2.dag_caption", lang, **diagram.colour_words(lang))
-    io = {"zh": ("= ensemble 输入", "= 步骤", "= ensemble 输出"), "en": ("= ensemble inputs", "= steps", "= ensemble outputs")}
+    io = {
+        "zh": ("= ensemble 输入", "= 步骤", "= ensemble 输出"),
+        "en": ("= ensemble inputs", "= steps", "= ensemble outputs"),
+    }
     for kind, label in zip(("input", "step", "output"), io[lang], strict=True):
         assert f"{diagram.colour_words(lang)[kind]} {label}" in shown
 
@@ -287,4 +305,6 @@ def test_ch2_page_explains_in_english(remote):
     problems = [m.value for m in at.markdown if m.value.startswith("⛔")]
     assert any("step 2 (classifier): input_map key 'pixels'" in p for p in problems), problems
     assert not any(CJK.search(p) for p in problems)
-    assert any("green = ensemble inputs, blue = steps, orange = ensemble outputs" in c.value for c in at.caption)
+    assert any(
+        "green = ensemble inputs, blue = steps, orange = ensemble outputs" in c.value for c in at.caption
+    )

@@ -67,7 +67,9 @@ def test_jpeg_vs_raw_tensor(server, sample_jpegs):
 def test_gzip_shrinks_http_bodies_and_keeps_the_result(server):
     _, arrays = P.sample_inputs(server.endpoint, "ensemble_pipeline")
     plain = P.measure_protocol(server.endpoint, "http-binary", "ensemble_pipeline", arrays, calls=1)
-    gz = P.measure_protocol(server.endpoint, "http-binary", "ensemble_pipeline", arrays, calls=1, compression="gzip")
+    gz = P.measure_protocol(
+        server.endpoint, "http-binary", "ensemble_pipeline", arrays, calls=1, compression="gzip"
+    )
     assert gz.request_bytes < plain.request_bytes
     assert gz.wire_sent_per_call < plain.wire_sent_per_call
     assert P.outputs_agree(plain.outputs, gz.outputs)
@@ -85,7 +87,9 @@ def test_inputs_synthesized_from_metadata_for_any_model(server):
     assert streamer.decoupled
     assert set(P.synthesize_inputs(streamer)) == {"text"}  # the optional delay_ms is left out
     assert set(P.synthesize_inputs(streamer, include_optional=True)) == {"text", "delay_ms"}
-    made_up = P.ModelInfo("m", [P.TensorInfo("ids", "INT64", [-1, -1]), P.TensorInfo("mask", "BOOL", [4])], [])
+    made_up = P.ModelInfo(
+        "m", [P.TensorInfo("ids", "INT64", [-1, -1]), P.TensorInfo("mask", "BOOL", [4])], []
+    )
     arrays = P.synthesize_inputs(made_up)
     assert arrays["ids"].shape == (1, 1) and arrays["ids"].dtype == np.int64
     assert arrays["mask"].dtype == bool
@@ -151,8 +155,12 @@ def test_protocol_error_is_a_kitchen_error():
 
     exc = P.ProtocolError("HTTP 400: no such model", "server")
     assert isinstance(exc, KitchenError)
-    assert (exc.code, exc.kind, exc.detail, str(exc)) == ("server", "server", "HTTP 400: no such model",
-                                                          "HTTP 400: no such model")
+    assert (exc.code, exc.kind, exc.detail, str(exc)) == (
+        "server",
+        "server",
+        "HTTP 400: no such model",
+        "HTTP 400: no such model",
+    )
 
 
 def test_stream_run_derives_ttft_and_gaps_from_arrivals():
@@ -163,13 +171,23 @@ def test_stream_run_derives_ttft_and_gaps_from_arrivals():
     d = run.to_dict()
     assert d["tokens"] == 3 and d["inter_token_ms_mean"] == pytest.approx(31.5) and d["error"] is None
     empty = P.StreamRun("grpc-stream")
-    assert empty.ttft_ms is None and empty.inter_token_ms == [] and empty.to_dict()["inter_token_ms_mean"] is None
+    assert (
+        empty.ttft_ms is None
+        and empty.inter_token_ms == []
+        and empty.to_dict()["inter_token_ms_mean"] is None
+    )
     assert P.StreamTiming is P.StreamRun
 
 
 def test_sse_parser_reads_data_lines_only():
-    lines = [b": keep-alive\n", b'data: {"token": "one"}\n', b"\n", b"event: message\n", b'data:{"token": ["two"]}\r\n',
-             b'data: {"error": "boom"}\n']
+    lines = [
+        b": keep-alive\n",
+        b'data: {"token": "one"}\n',
+        b"\n",
+        b"event: message\n",
+        b'data:{"token": ["two"]}\r\n',
+        b'data: {"error": "boom"}\n',
+    ]
     assert list(P.sse_events(lines)) == [{"token": "one"}, {"token": ["two"]}, {"error": "boom"}]
 
 
@@ -212,7 +230,9 @@ def test_protocol_lab_page(server, monkeypatch, lang):
     assert at.title[0].value == lessons.t("lab_protocols.title", lang)
     at.button(key="proto_bytes_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [s.value for s in at.main.success] == [lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")]
+    assert [s.value for s in at.main.success] == [
+        lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")
+    ]
     assert at.get("plotly_chart") and at.dataframe
     at.button(key="proto_stream_run").click().run()
     assert not at.exception and not at.error
@@ -243,8 +263,13 @@ def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeyp
     assert sum("Little's law" in c for c in captions) == len(P.PROTOCOLS)
 
 
-@pytest.mark.parametrize(("page", "button", "runs_key"), [("views/ch5_grpc.py", "ch5_stream", "ch5_stream_run"),
-                                                          ("views/ch6_choosing_protocol.py", "ch6_run", "ch6_runs")])
+@pytest.mark.parametrize(
+    ("page", "button", "runs_key"),
+    [
+        ("views/ch5_grpc.py", "ch5_stream", "ch5_stream_run"),
+        ("views/ch6_choosing_protocol.py", "ch6_run", "ch6_runs"),
+    ],
+)
 def test_chapter_stream_demos_draw_token_arrivals(server, monkeypatch, page, button, runs_key):
     at = _lab(server, monkeypatch, page, "en")
     at.button(key=button).click().run()

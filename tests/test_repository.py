@@ -38,9 +38,19 @@ def test_catalog_reads_every_model_in_course_order():
         assert e.versions == [1]
     assert entries["image_classifier"].is_ensemble and entries["image_classifier"].kind == "ensemble"
     assert entries["classifier"].extra_configs == ["gpu.pbtxt"]
-    assert list(entries)[:4] == [catalog.IMAGE_CLASSIFIER, catalog.PREPROCESS, catalog.CLASSIFIER, catalog.POSTPROCESS]
+    assert list(entries)[:4] == [
+        catalog.IMAGE_CLASSIFIER,
+        catalog.PREPROCESS,
+        catalog.CLASSIFIER,
+        catalog.POSTPROCESS,
+    ]
     assert set(catalog.COURSE_ORDER) == EXPECTED  # every model of the repository has a name in the catalogue
-    assert catalog.ensemble_names() == ["image_classifier", "ensemble_pipeline", "tta_ensemble", "cascade_ensemble"]
+    assert catalog.ensemble_names() == [
+        "image_classifier",
+        "ensemble_pipeline",
+        "tta_ensemble",
+        "cascade_ensemble",
+    ]
     names = catalog.model_names(first=(catalog.ENSEMBLE_PIPELINE,), leave_out=(catalog.STREAMER,))
     assert names[:2] == ["ensemble_pipeline", "image_classifier"] and "streamer" not in names
 
@@ -152,7 +162,14 @@ def test_only_folders_under_the_root_open(tmp_path, monkeypatch):
     assert repo.repository_root() == root.resolve()
     assert [e.name for e in repo.open_repository("repo")] == ["m"]  # relative: under the root
     assert [e.name for e in repo.open_repository(root / "repo")] == ["m"]
-    for path in (tmp_path / "outside", "/etc", "../outside", "repo/../../outside", "link", "/nonexistent/kitchen"):
+    for path in (
+        tmp_path / "outside",
+        "/etc",
+        "../outside",
+        "repo/../../outside",
+        "link",
+        "/nonexistent/kitchen",
+    ):
         with pytest.raises(repo.RepositoryError) as info:
             repo.open_repository(path)
         assert info.value.code == "repo_outside_root", path  # refused before looking: no probing outside

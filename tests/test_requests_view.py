@@ -135,6 +135,8 @@ def test_send_to_nothing_listening_raises_an_os_error(coffee):
     from triton_kitchen.server import free_port
 
     port = free_port()
-    view = rv.http_request("ensemble_pipeline", rv.request_inputs("ensemble_pipeline", coffee), ["output_label"])
+    view = rv.http_request(
+        "ensemble_pipeline", rv.request_inputs("ensemble_pipeline", coffee), ["output_label"]
+    )
     with pytest.raises(OSError):  # the page says "unreachable" for an OSError
         rv.send_http(Endpoint(f"127.0.0.1:{port}", f"127.0.0.1:{port}"), view, timeout=2)

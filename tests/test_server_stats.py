@@ -52,13 +52,21 @@ def test_an_ensemble_is_broken_down_per_composing_model(server):
     assert set(bd.per_model) == {"preprocess", "classifier", "postprocess"}
     assert all(m.requests == 5 for m in bd.per_model.values())
     doc = bd.to_json()
-    assert set(doc["per_model"]["classifier"]) >= {"queue_ms", "compute_input_ms", "compute_infer_ms",
-                                                   "compute_output_ms", "executions", "inferences"}
+    assert set(doc["per_model"]["classifier"]) >= {
+        "queue_ms",
+        "compute_input_ms",
+        "compute_infer_ms",
+        "compute_output_ms",
+        "executions",
+        "inferences",
+    }
     assert server_stats.composing_models(ep, "classifier") == []
 
 
 def test_calibration_measures_each_batch_size(server):
-    cal = calibration.calibrate(server.endpoint, "classifier", sizes=(1, 2), duration_s=0.4, use_existing=False)
+    cal = calibration.calibrate(
+        server.endpoint, "classifier", sizes=(1, 2), duration_s=0.4, use_existing=False
+    )
     assert set(cal.batch_ms) == {1, 2} and all(v > 0 for v in cal.batch_ms.values())
     assert cal.sources == {1: "calibration load", 2: "calibration load"}
     assert cal.outside_ms >= 0 and cal.client_ms_at_1 >= cal.server_ms_at_1 * 0.5
@@ -76,13 +84,37 @@ def test_a_model_that_does_not_batch_is_refused(server):
 
 def test_simulate_cli_prints_one_json_document(server):
     out = subprocess.run(
-        [sys.executable, "-m", "triton_kitchen", "simulate", "--model", "classifier", "--url", server.http_url,
-         "--concurrency", "4", "--duration", "5", "--max-queue-delay-us", "0", "--json"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "triton_kitchen",
+            "simulate",
+            "--model",
+            "classifier",
+            "--url",
+            server.http_url,
+            "--concurrency",
+            "4",
+            "--duration",
+            "5",
+            "--max-queue-delay-us",
+            "0",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["kind"] == "simulated"
-    assert set(doc) >= {"throughput_rps", "latency_ms", "mean_batch", "batch_histogram", "queue_ms", "calibration"}
+    assert set(doc) >= {
+        "throughput_rps",
+        "latency_ms",
+        "mean_batch",
+        "batch_histogram",
+        "queue_ms",
+        "calibration",
+    }
     assert doc["settings"]["max_queue_delay_us"] == 0 and doc["throughput_rps"] > 0
     assert set(doc["calibration"]) >= {"1", "8"}

@@ -58,8 +58,9 @@ def test_closed_loop_without_batching_is_one_request_at_a_time():
     assert one["throughput_rps"] == pytest.approx(1000 / 12, rel=1e-6)
     assert one["latency_ms"]["p50"] == pytest.approx(12.0)
     assert one["queue_ms"] == pytest.approx(0.0, abs=1e-6)
-    four = simulate(BatcherConfig(dynamic_batching=False), ServiceModel({1: 10.0}), concurrency=4,
-                    requests=400).summary
+    four = simulate(
+        BatcherConfig(dynamic_batching=False), ServiceModel({1: 10.0}), concurrency=4, requests=400
+    ).summary
     assert four["throughput_rps"] == pytest.approx(100, rel=1e-3)
     assert four["latency_ms"]["p50"] == pytest.approx(40.0, rel=1e-3)
     assert four["batch_histogram"] == {1: four["requests"]}
@@ -74,8 +75,12 @@ def test_closed_loop_with_batching_by_hand():
     assert res["latency_ms"]["p50"] == pytest.approx(10.0)
     # with 1 ms outside the server and a 2 ms delay the same four still meet, but 4 < max_batch_size 8, so
     # the batcher waits out the delay every time: a cycle of 1 + 2 + 10 ms
-    res = simulate(BatcherConfig(max_queue_delay_us=2000), ServiceModel({1: 10.0, 8: 10.0}, outside_ms=1.0),
-                   concurrency=4, requests=400).summary
+    res = simulate(
+        BatcherConfig(max_queue_delay_us=2000),
+        ServiceModel({1: 10.0, 8: 10.0}, outside_ms=1.0),
+        concurrency=4,
+        requests=400,
+    ).summary
     assert res["mean_batch"] == pytest.approx(4.0, rel=1e-2)
     assert res["throughput_rps"] == pytest.approx(4 / 13 * 1000, rel=1e-2)
     assert res["queue_ms"] == pytest.approx(2.0, rel=1e-2)
@@ -104,8 +109,9 @@ def test_open_loop_below_saturation_throughput_is_the_offered_rate():
 def test_a_delay_trades_latency_for_batch_size():
     service = ServiceModel({1: 4.0, 8: 8.0})
     fast = simulate(BatcherConfig(), service, rate_rps=400, requests=3000, distribution="poisson").summary
-    slow = simulate(BatcherConfig(max_queue_delay_us=10_000), service, rate_rps=400, requests=3000,
-                    distribution="poisson").summary
+    slow = simulate(
+        BatcherConfig(max_queue_delay_us=10_000), service, rate_rps=400, requests=3000, distribution="poisson"
+    ).summary
     assert slow["mean_batch"] > fast["mean_batch"]
     assert slow["latency_ms"]["p50"] > fast["latency_ms"]["p50"]
 
@@ -113,12 +119,14 @@ def test_a_delay_trades_latency_for_batch_size():
 def test_parallelism_limits_what_more_instances_give():
     service = ServiceModel({1: 10.0}, parallelism=1)
     one = simulate(BatcherConfig(dynamic_batching=False), service, concurrency=8, requests=800).summary
-    two = simulate(BatcherConfig(dynamic_batching=False, instances=2), service, concurrency=8,
-                   requests=800).summary
+    two = simulate(
+        BatcherConfig(dynamic_batching=False, instances=2), service, concurrency=8, requests=800
+    ).summary
     assert two["throughput_rps"] == pytest.approx(one["throughput_rps"], rel=0.05)
     free = ServiceModel({1: 10.0})
-    two_free = simulate(BatcherConfig(dynamic_batching=False, instances=2), free, concurrency=8,
-                        requests=800).summary
+    two_free = simulate(
+        BatcherConfig(dynamic_batching=False, instances=2), free, concurrency=8, requests=800
+    ).summary
     assert two_free["throughput_rps"] == pytest.approx(2 * one["throughput_rps"], rel=0.02)
 
 
@@ -140,8 +148,12 @@ def test_bad_settings_are_refused():
 
 def test_ten_thousand_requests_in_under_a_second():
     t0 = time.perf_counter()
-    res = simulate(BatcherConfig(preferred_batch_sizes=(4, 8), max_queue_delay_us=2000, instances=2),
-                   ServiceModel({1: 8.0, 8: 30.0}, outside_ms=1.5), concurrency=16, requests=10_000)
+    res = simulate(
+        BatcherConfig(preferred_batch_sizes=(4, 8), max_queue_delay_us=2000, instances=2),
+        ServiceModel({1: 8.0, 8: 30.0}, outside_ms=1.5),
+        concurrency=16,
+        requests=10_000,
+    )
     took = time.perf_counter() - t0
     print(f"10,000 simulated requests in {took:.3f} s")
     assert res.summary["requests"] == 9000 and took < 1.0
@@ -163,7 +175,8 @@ def test_a_client_that_prepares_one_request_at_a_time_staggers_arrivals():
 
 def test_an_open_loop_past_saturation_sends_late_instead_of_queueing_forever():
     service = ServiceModel({1: 10.0})  # 100 req/s at most without batching
-    res = simulate(BatcherConfig(dynamic_batching=False), service, rate_rps=200, requests=2000,
-                   max_in_flight=4).summary
+    res = simulate(
+        BatcherConfig(dynamic_batching=False), service, rate_rps=200, requests=2000, max_in_flight=4
+    ).summary
     assert res["late"] > 500 and res["throughput_rps"] == pytest.approx(100, rel=0.02)
     assert res["latency_ms"]["p99"] <= 4 * 10.0 + 1e-6  # never more than the senders in flight ahead of it

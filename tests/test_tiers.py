@@ -17,11 +17,17 @@ TESTS = Path(__file__).resolve().parent
 @pytest.mark.parametrize(
     "argv, word",
     [
-        ([sys.executable, "-m", "triton_kitchen._supervise", "log", "--", "/c/bin/tritonserver"], "triton_kitchen._supervise"),
+        (
+            [sys.executable, "-m", "triton_kitchen._supervise", "log", "--", "/c/bin/tritonserver"],
+            "triton_kitchen._supervise",
+        ),
         (["/c/bin/tritonserver", "--model-repository=/r"], "tritonserver"),
         (["/usr/bin/chromium", "--headless"], "chromium"),
         ([sys.executable, "-m", "streamlit", "run", "app.py"], "streamlit"),
-        (["/v/site-packages/playwright/driver/node", "/v/site-packages/playwright/driver/package/cli.js"], "playwright"),
+        (
+            ["/v/site-packages/playwright/driver/node", "/v/site-packages/playwright/driver/package/cli.js"],
+            "playwright",
+        ),
         ([sys.executable, "-c", "import streamlit; print('tritonserver')"], None),
         ([sys.executable, "-m", "triton_kitchen", "check", "model_repository"], None),
         (["ruff", "check", "tests/test_streamlit_media.py"], None),
@@ -75,7 +81,9 @@ def test_a_start_in_a_child_python_fails_the_run_too(tmp_path):
         """,
     )
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAST TIER VIOLATION" in result.stdout and "test_child_starts_streamlit" in result.stdout, result.stdout
+    assert "FAST TIER VIOLATION" in result.stdout and "test_child_starts_streamlit" in result.stdout, (
+        result.stdout
+    )
 
 
 def test_live_tests_are_found_without_hand_marks(tmp_path):

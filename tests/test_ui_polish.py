@@ -92,8 +92,9 @@ def test_lab_defaults_to_no_preferred_batch_sizes():
 def test_batch_histogram_counts_the_measured_window_only(server):
     """The histogram and the table count the same window: images executed ≈ requests answered (a
     few in flight at each edge), not the warm-up's executions on top."""
-    result = Bt.compare_batching(server.endpoint, Bt.BatchingSettings(True, 2000, [], 1), concurrency=4,
-                                 duration_s=2.0)
+    result = Bt.compare_batching(
+        server.endpoint, Bt.BatchingSettings(True, 2000, [], 1), concurrency=4, duration_s=2.0
+    )
     for r in (result["off"], result["on"]):
         assert r.requests > 10 and r.errors == 0
         images = sum(size * n for size, n in r.batch_histogram.items())
@@ -106,10 +107,24 @@ def test_batch_histogram_counts_the_measured_window_only(server):
 def _result(rps_off: float, rps_on: float) -> dict:
     lat = {"p50": 30.0, "p90": 40.0, "p99": 50.0}
     off = Bt.ExperimentResult(Bt.BatchingSettings(False), 8, rps_off, lat, 100, 0, {1: 100})
-    on = Bt.ExperimentResult(Bt.BatchingSettings(True, 2000, [], 1), 8, rps_on, {"p50": 33.0, "p90": 45.0, "p99": None},
-                             90, 0, {1: 10, 4: 20})
-    return {"off": off, "on": on, "throughput_ratio": rps_on / rps_off, "p99_ratio": None,
-            "concurrency": 8, "duration_s": 3.0, "protocol": "grpc"}
+    on = Bt.ExperimentResult(
+        Bt.BatchingSettings(True, 2000, [], 1),
+        8,
+        rps_on,
+        {"p50": 33.0, "p90": 45.0, "p99": None},
+        90,
+        0,
+        {1: 10, 4: 20},
+    )
+    return {
+        "off": off,
+        "on": on,
+        "throughput_ratio": rps_on / rps_off,
+        "p99_ratio": None,
+        "concurrency": 8,
+        "duration_s": 3.0,
+        "protocol": "grpc",
+    }
 
 
 def test_batching_lab_explains_a_slowdown_in_the_readers_language(embedded):
@@ -121,14 +136,23 @@ def test_batching_lab_explains_a_slowdown_in_the_readers_language(embedded):
     infos = [i.value for i in at.info]
     assert tz("lab_batching.slower_cpu", ratio=29.0 / 32.3, cores=os.cpu_count() or 1) in infos
     # the histogram's images against the table's requests, warm-up left out
-    assert tz("lab_batching.hist_caption", c=8, s=3.0, w=Bt.WARMUP_S, off_images=100, on_images=90,
-              off_requests=100, on_requests=90) in [c.value for c in at.caption]
+    assert tz(
+        "lab_batching.hist_caption",
+        c=8,
+        s=3.0,
+        w=Bt.WARMUP_S,
+        off_images=100,
+        on_images=90,
+        off_requests=100,
+        on_requests=90,
+    ) in [c.value for c in at.caption]
     (table,) = frames(at)
     assert_human_table(table)
     settings = list(table.value[tz("lab_batching.col_setting")])
-    assert settings == [tz("lab_batching.setting_off", n=1),
-                        tz("lab_batching.setting_on", delay=2000, preferred=tz("lab_batching.preferred_none_short"),
-                           n=1)]
+    assert settings == [
+        tz("lab_batching.setting_off", n=1),
+        tz("lab_batching.setting_on", delay=2000, preferred=tz("lab_batching.preferred_none_short"), n=1),
+    ]
     assert not any("instance" in s or "delay" in s for s in settings)
     # no explanation when batching helped
     at = page("views/lab_batching.py", state={"batch_result": _result(30.0, 60.0)})
@@ -147,7 +171,11 @@ def _bench(protocol: str, rps: float, p50: float | None) -> bench.BenchResult:
 
 
 def test_protocol_lab_tables_are_for_people(remote):
-    results = [_bench("http-json", 18.9989, 59.7), _bench("http-binary", 34.6543, 34.97), _bench("grpc", 0.0, None)]
+    results = [
+        _bench("http-json", 18.9989, 59.7),
+        _bench("http-binary", 34.6543, 34.97),
+        _bench("grpc", 0.0, None),
+    ]
     at = page("views/lab_protocols.py", state={"proto_load": results, "proto_sweep": results})
     tables = frames(at)
     assert len(tables) == 2
@@ -179,15 +207,17 @@ def test_protocol_lab_progress_bars_say_their_protocol(remote):
 def test_split_log_hides_the_harmless_gpu_lines():
     from ui.sidebar import split_log
 
-    log = "\n".join([
-        'I1130 19:51:52.647370 2 server.cc:674] "started"',
-        'E1130 19:51:52.647371 2 model_lifecycle.cc:1] "unable to create stream for tta_ensemble: CUDA driver '
-        'version is insufficient for CUDA runtime version"',
-        'W1130 23:12:22.387142 9302 pinned_memory_manager.cc:273] "Unable to allocate pinned system memory, '
-        'pinned memory pool will not be available: CUDA driver version is insufficient for CUDA runtime version"',
-        'E1130 23:12:22.387254 9302 server.cc:241] "CudaDriverHelper has not been initialized."',
-        'E1130 19:51:53.000000 2 model_repository_manager.cc:1] "failed to load classifier"',
-    ])
+    log = "\n".join(
+        [
+            'I1130 19:51:52.647370 2 server.cc:674] "started"',
+            'E1130 19:51:52.647371 2 model_lifecycle.cc:1] "unable to create stream for tta_ensemble: CUDA driver '
+            'version is insufficient for CUDA runtime version"',
+            'W1130 23:12:22.387142 9302 pinned_memory_manager.cc:273] "Unable to allocate pinned system memory, '
+            'pinned memory pool will not be available: CUDA driver version is insufficient for CUDA runtime version"',
+            'E1130 23:12:22.387254 9302 server.cc:241] "CudaDriverHelper has not been initialized."',
+            'E1130 19:51:53.000000 2 model_repository_manager.cc:1] "failed to load classifier"',
+        ]
+    )
     shown, n = split_log(log, hide_gpu_lines=True)
     assert n == 3 and "CUDA" not in shown and "failed to load classifier" in shown and "started" in shown
     shown, n = split_log(log, hide_gpu_lines=False)
@@ -266,7 +296,9 @@ def test_pages_stay_fast_while_the_remote_hangs(monkeypatch):
         assert not at.exception
         from ui import server as ui_server
 
-        time.sleep(ui_server.DEAD_PROBE_TTL_S + 0.5)  # the "no" is old now: it is asked again, in the background
+        time.sleep(
+            ui_server.DEAD_PROBE_TTL_S + 0.5
+        )  # the "no" is old now: it is asked again, in the background
         for _ in range(2):
             t0 = time.perf_counter()
             at.run()
@@ -399,7 +431,10 @@ def test_grpc_is_written_grpc(remote):
 @pytest.mark.skipif(not Path(conftest.CHROMIUM).exists(), reason="Debian's chromium is not installed")
 def test_home_url_shows_the_welcome_page(remote, browser):
     """/home was declared (url_path="home") but Streamlit served that page at / only: "Page not found"."""
-    with conftest.streamlit_app({"TRITON_HTTP_URL": remote.http_url, "TRITON_GRPC_URL": remote.grpc_url}) as (url, _):
+    with conftest.streamlit_app({"TRITON_HTTP_URL": remote.http_url, "TRITON_GRPC_URL": remote.grpc_url}) as (
+        url,
+        _,
+    ):
         page = browser.new_page()
         for path in ("/home?lang=zh", "/?lang=zh"):
             page.goto(url + path)
@@ -410,14 +445,23 @@ def test_home_url_shows_the_welcome_page(remote, browser):
         page.close()
 
 
-@pytest.mark.parametrize("path", ["views/lab_protocols.py", "views/lab_flow.py", "views/ch7_python_client.py",
-                                  "views/ch1_inference_server.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "views/lab_protocols.py",
+        "views/lab_flow.py",
+        "views/ch7_python_client.py",
+        "views/ch1_inference_server.py",
+    ],
+)
 def test_choosers_have_a_translated_placeholder(remote, path):
     at = page(path)
     widgets = list(at.selectbox) + list(at.multiselect)
     assert widgets
     for w in widgets:
-        assert w.proto.placeholder and w.proto.placeholder not in ("Choose an option", "Choose options"), w.label
+        assert w.proto.placeholder and w.proto.placeholder not in ("Choose an option", "Choose options"), (
+            w.label
+        )
 
 
 # -- README §4: the two halves say the same things ------------------------------------------------------
@@ -428,6 +472,16 @@ def test_readme_halves_agree_on_what_a_newcomer_needs():
     assert zh.count("\n### ") == en.count("\n### ")
     assert zh.count("```") == en.count("```")
     for half in (zh, en):
-        for fact in ("8501", "Network URL", "ufw allow 8501", "sslCertFile", "1.5 GB", "600 MB", "OK: ",
-                     "class_load.py", "docker-compose.gpu.yml", "×0.65"):
+        for fact in (
+            "8501",
+            "Network URL",
+            "ufw allow 8501",
+            "sslCertFile",
+            "1.5 GB",
+            "600 MB",
+            "OK: ",
+            "class_load.py",
+            "docker-compose.gpu.yml",
+            "×0.65",
+        ):
             assert fact in half, fact

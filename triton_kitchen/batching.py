@@ -65,8 +65,10 @@ class BatchingSettings:
     def label(self) -> str:
         if not self.enabled:
             return f"off, {self.instance_count} instance(s)"
-        return (f"delay {self.max_queue_delay_us} us, preferred {self.preferred_batch_sizes or '-'}, "
-                f"{self.instance_count} instance(s)")
+        return (
+            f"delay {self.max_queue_delay_us} us, preferred {self.preferred_batch_sizes or '-'}, "
+            f"{self.instance_count} instance(s)"
+        )
 
 
 def current_config(endpoint: Endpoint, model: str = MODEL, timeout: float = 10.0) -> dict:
@@ -78,14 +80,18 @@ def config_override(base: dict, settings: BatchingSettings) -> dict:
     """``base`` (the model config as JSON) with the lab's batching settings applied."""
     max_batch = int(base.get("max_batch_size", 0) or 0)
     if max_batch < 1:
-        raise BatchingError(f"{base.get('name')} has max_batch_size {max_batch}: it cannot batch", "bad_settings")
+        raise BatchingError(
+            f"{base.get('name')} has max_batch_size {max_batch}: it cannot batch", "bad_settings"
+        )
     if not 1 <= settings.instance_count <= MAX_INSTANCES:
         raise BatchingError(f"instance count must be 1..{MAX_INSTANCES}", "bad_settings")
     if not 0 <= settings.max_queue_delay_us <= MAX_QUEUE_DELAY_US:
         raise BatchingError(f"max_queue_delay_microseconds must be 0..{MAX_QUEUE_DELAY_US}", "bad_settings")
     bad = [b for b in settings.preferred_batch_sizes if not 1 <= b <= max_batch]
     if bad:
-        raise BatchingError(f"preferred_batch_size {bad} outside 1..max_batch_size ({max_batch})", "bad_settings")
+        raise BatchingError(
+            f"preferred_batch_size {bad} outside 1..max_batch_size ({max_batch})", "bad_settings"
+        )
     cfg = copy.deepcopy(base)
     if settings.enabled:
         cfg["dynamic_batching"] = {
@@ -115,17 +121,22 @@ def check_override(base: dict, cfg: dict) -> None:
             raise BatchingError("dynamic_batching must be a message", "bad_settings")
         delay = int(db.get("max_queue_delay_microseconds", 0) or 0)
         if not 0 <= delay <= MAX_QUEUE_DELAY_US:
-            raise BatchingError(f"max_queue_delay_microseconds must be 0..{MAX_QUEUE_DELAY_US}", "bad_settings")
+            raise BatchingError(
+                f"max_queue_delay_microseconds must be 0..{MAX_QUEUE_DELAY_US}", "bad_settings"
+            )
     groups = cfg.get("instance_group") or []
     if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
         raise BatchingError("instance_group must be a list of groups", "bad_settings")
     total = sum(int(g.get("count", 1) or 1) for g in groups)
     if any(g.get("kind", "KIND_CPU") not in SAFE_KINDS for g in groups) or not 1 <= total <= MAX_INSTANCES:
-        raise BatchingError(f"instance_group: kind CPU/GPU/AUTO, 1..{MAX_INSTANCES} instances", "bad_settings")
+        raise BatchingError(
+            f"instance_group: kind CPU/GPU/AUTO, 1..{MAX_INSTANCES} instances", "bad_settings"
+        )
 
 
-def load_model(endpoint: Endpoint, model: str = MODEL, config: dict | None = None,
-               timeout: float = LOAD_TIMEOUT_S) -> None:
+def load_model(
+    endpoint: Endpoint, model: str = MODEL, config: dict | None = None, timeout: float = LOAD_TIMEOUT_S
+) -> None:
     """(Re)load ``model`` through the repository API; ``config`` overrides config.pbtxt. Only the lab's
     models, only a config (never files), and only when its fields are a safe change of the loaded one."""
     if model not in LAB_MODELS:
@@ -149,7 +160,9 @@ def _batching_view(cfg: dict) -> tuple:
     db = cfg.get("dynamic_batching")
     groups = cfg.get("instance_group") or [{}]
     return (
-        None if db is None else (tuple(db.get("preferred_batch_size", [])), int(db.get("max_queue_delay_microseconds", 0))),
+        None
+        if db is None
+        else (tuple(db.get("preferred_batch_size", [])), int(db.get("max_queue_delay_microseconds", 0))),
         int(groups[0].get("count", 1)),
     )
 
@@ -173,7 +186,9 @@ def restore(endpoint: Endpoint, original: dict, model: str = MODEL) -> None:
         load_model(endpoint, model, original)
     except BatchingError as exc:
         errors.append(str(exc))
-        raise BatchingError("could not restore the original config: " + "; ".join(errors), "restore_failed") from exc
+        raise BatchingError(
+            "could not restore the original config: " + "; ".join(errors), "restore_failed"
+        ) from exc
 
 
 @contextmanager
@@ -220,7 +235,9 @@ class ExperimentResult:
     errors: int
     batch_histogram: dict[int, int]  # batch size -> executions inside the measured window (warm-up excluded)
     error_messages: list[str] = field(default_factory=list)
-    server: dict | None = None  # Triton's own per-request split of the window (BenchResult.analysis()["server"])
+    server: dict | None = (
+        None  # Triton's own per-request split of the window (BenchResult.analysis()["server"])
+    )
     littles_law: dict | None = None  # C / throughput vs the measured mean latency
     mean_latency_ms: float | None = None
     prediction: dict | None = None  # the simulator's, calibrated on this server (simulated, not measured)
@@ -243,8 +260,12 @@ class ExperimentResult:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["batch_histogram"] = {str(k): v for k, v in self.batch_histogram.items()}
-        d.update(executions=self.executions, images=self.images, mean_batch_size=self.mean_batch_size,
-                 label=self.settings.label())
+        d.update(
+            executions=self.executions,
+            images=self.images,
+            mean_batch_size=self.mean_batch_size,
+            label=self.settings.label(),
+        )
         return d
 
 
@@ -253,9 +274,18 @@ def classifier_inputs() -> dict[str, np.ndarray]:
     return {"input": image_tensor(sample_jpeg())}
 
 
-def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, concurrency: int, duration_s: float,
-             protocol: str, stop, progress, model: str, after_load: Callable[[], None] | None = None
-             ) -> ExperimentResult:
+def _run_one(
+    endpoint: Endpoint,
+    original: dict,
+    settings: BatchingSettings,
+    concurrency: int,
+    duration_s: float,
+    protocol: str,
+    stop,
+    progress,
+    model: str,
+    after_load: Callable[[], None] | None = None,
+) -> ExperimentResult:
     load_model(endpoint, model, config_override(original, settings))
     time.sleep(SETTLE_S)  # the replaced instance shuts down in the background: let it go first
     if after_load is not None:
@@ -271,14 +301,27 @@ def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, con
             pass  # the fallbacks below
 
     at_call = batch_stats(endpoint, model)
-    timers = [threading.Timer(at, snapshot, (name,))
-              for name, at in (("start", WARMUP_S), ("end", WARMUP_S + duration_s))]
+    timers = [
+        threading.Timer(at, snapshot, (name,))
+        for name, at in (("start", WARMUP_S), ("end", WARMUP_S + duration_s))
+    ]
     for timer in timers:
         timer.daemon = True
         timer.start()
     try:
-        r = run_bench(endpoint, model, protocol, concurrency, duration_s, inputs=classifier_inputs(),
-                      output_names=["logits"], warmup_s=WARMUP_S, count_wire=False, stop=stop, progress=progress)
+        r = run_bench(
+            endpoint,
+            model,
+            protocol,
+            concurrency,
+            duration_s,
+            inputs=classifier_inputs(),
+            output_names=["logits"],
+            warmup_s=WARMUP_S,
+            count_wire=False,
+            stop=stop,
+            progress=progress,
+        )
     finally:
         for timer in timers:
             timer.cancel()
@@ -289,17 +332,36 @@ def _run_one(endpoint: Endpoint, original: dict, settings: BatchingSettings, con
     else:  # stopped during the warm-up (nothing measured), or the read failed (warm-up counted)
         before = at_call if "end" in snaps else after
     analysis = r.analysis()
-    return ExperimentResult(settings, concurrency, r.throughput_rps, r.latency_ms, r.requests, r.errors,
-                            stats_delta(before, after), r.error_messages, server=analysis["server"],
-                            littles_law=analysis["littles_law"], mean_latency_ms=r.mean_latency_ms)
+    return ExperimentResult(
+        settings,
+        concurrency,
+        r.throughput_rps,
+        r.latency_ms,
+        r.requests,
+        r.errors,
+        stats_delta(before, after),
+        r.error_messages,
+        server=analysis["server"],
+        littles_law=analysis["littles_law"],
+        mean_latency_ms=r.mean_latency_ms,
+    )
 
 
-def run_experiment(endpoint: Endpoint, settings: BatchingSettings, concurrency: int = 8, duration_s: float = 3.0,
-                   protocol: str = "grpc", stop: threading.Event | None = None,
-                   progress: Callable[[BenchProgress], None] | None = None, model: str = MODEL) -> ExperimentResult:
+def run_experiment(
+    endpoint: Endpoint,
+    settings: BatchingSettings,
+    concurrency: int = 8,
+    duration_s: float = 3.0,
+    protocol: str = "grpc",
+    stop: threading.Event | None = None,
+    progress: Callable[[BenchProgress], None] | None = None,
+    model: str = MODEL,
+) -> ExperimentResult:
     """One setting: reload, bounded load, batch histogram; the original config is restored after."""
     with overridden(endpoint, model) as original:
-        return _run_one(endpoint, original, settings, concurrency, duration_s, protocol, stop, progress, model)
+        return _run_one(
+            endpoint, original, settings, concurrency, duration_s, protocol, stop, progress, model
+        )
 
 
 def compare_batching(
@@ -319,8 +381,9 @@ def compare_batching(
     machine slow each other down) and each result carries its prediction for its setting (``prediction``:
     simulated, not measured); ``calibration`` is the calibration itself, or the error that prevented it."""
     settings = settings or BatchingSettings()
-    off_settings = BatchingSettings(False, settings.max_queue_delay_us, list(settings.preferred_batch_sizes),
-                                    settings.instance_count)
+    off_settings = BatchingSettings(
+        False, settings.max_queue_delay_us, list(settings.preferred_batch_sizes), settings.instance_count
+    )
     results: dict = {}
     calibrated: dict = {}
 
@@ -338,18 +401,31 @@ def compare_batching(
                 break
             cb = (lambda p, name=name: progress(name, p)) if progress else None
             hook = calibrate_now if calibrate and name == "off" else None
-            results[name] = _run_one(endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model, hook)
+            results[name] = _run_one(
+                endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model, hook
+            )
             if "cal" in calibrated:
                 from triton_kitchen.calibration import predict as simulate_setting
 
                 results[name].prediction = simulate_setting(calibrated["cal"], s, concurrency=concurrency)
     off, on = results.get("off"), results.get("on")
     ratio = on.throughput_rps / off.throughput_rps if on and off and off.throughput_rps else None
-    p99_ratio = (on.latency_ms["p99"] / off.latency_ms["p99"]
-                 if on and off and on.latency_ms["p99"] and off.latency_ms["p99"] else None)
-    return {"off": off, "on": on, "throughput_ratio": ratio, "p99_ratio": p99_ratio,
-            "concurrency": concurrency, "duration_s": duration_s, "protocol": protocol,
-            "calibration": calibrated.get("cal"), "calibration_error": calibrated.get("error")}
+    p99_ratio = (
+        on.latency_ms["p99"] / off.latency_ms["p99"]
+        if on and off and on.latency_ms["p99"] and off.latency_ms["p99"]
+        else None
+    )
+    return {
+        "off": off,
+        "on": on,
+        "throughput_ratio": ratio,
+        "p99_ratio": p99_ratio,
+        "concurrency": concurrency,
+        "duration_s": duration_s,
+        "protocol": protocol,
+        "calibration": calibrated.get("cal"),
+        "calibration_error": calibrated.get("error"),
+    }
 
 
 @dataclass
@@ -388,8 +464,20 @@ def offered_load(
             if stop is not None and stop.is_set():
                 break
             cb = (lambda p, i=i: progress(i, len(rates), p)) if progress else None
-            r = run_bench(endpoint, model, protocol, workers, duration_s, inputs=inputs, output_names=["logits"],
-                          warmup_s=0.5, request_rate=float(rate), stop=stop, progress=cb, server_side=False)
+            r = run_bench(
+                endpoint,
+                model,
+                protocol,
+                workers,
+                duration_s,
+                inputs=inputs,
+                output_names=["logits"],
+                warmup_s=0.5,
+                request_rate=float(rate),
+                stop=stop,
+                progress=cb,
+                server_side=False,
+            )
             sim = None
             if calibration is not None:
                 from triton_kitchen.calibration import predict as simulate_setting

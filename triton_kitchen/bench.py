@@ -48,8 +48,17 @@ LATE_S = 0.001  # an open-loop request sent more than this after its time was la
 DEFAULT_GRACE_S = 2.0
 ENGINE = "triton-kitchen (Python client)"
 CONTRACT_KEYS = (
-    "protocol", "model", "concurrency", "requests", "errors", "throughput_rps", "latency_ms",
-    "request_bytes", "response_bytes", "wire_bytes_sent", "wire_bytes_received",
+    "protocol",
+    "model",
+    "concurrency",
+    "requests",
+    "errors",
+    "throughput_rps",
+    "latency_ms",
+    "request_bytes",
+    "response_bytes",
+    "wire_bytes_sent",
+    "wire_bytes_received",
 )
 WIRE_NOT_COUNTED = "not_counted"
 WIRE_SEPARATE_PASS = "separate_pass"  # counted in an untimed pass after the timed run, never while timing
@@ -104,7 +113,9 @@ class BenchResult:
     abandoned: int = 0  # workers still waiting on the server at the hard limit, left behind
     latencies_ms: list[float] = field(default_factory=list, repr=False)
     error_messages: list[str] = field(default_factory=list)
-    wire_counted: str = WIRE_NOT_COUNTED  # how wire bytes were counted: WIRE_NOT_COUNTED or WIRE_SEPARATE_PASS
+    wire_counted: str = (
+        WIRE_NOT_COUNTED  # how wire bytes were counted: WIRE_NOT_COUNTED or WIRE_SEPARATE_PASS
+    )
     wire: WireCount | None = None  # the counting pass's bytes per request
     request_rate: float | None = None  # open loop: the offered rate (requests/s); None: closed loop
     distribution: str | None = None  # open loop: "constant" or "poisson"
@@ -125,16 +136,25 @@ class BenchResult:
             return None
         if self.request_rate is None:
             predicted = self.concurrency / self.throughput_rps * 1000
-            return {"in_flight": self.concurrency, "predicted_latency_ms": predicted,
-                    "measured_mean_latency_ms": mean, "gap": mean / predicted - 1}
-        return {"arrival_rate_rps": self.throughput_rps, "measured_mean_latency_ms": mean,
-                "mean_in_flight": self.throughput_rps * mean / 1000}
+            return {
+                "in_flight": self.concurrency,
+                "predicted_latency_ms": predicted,
+                "measured_mean_latency_ms": mean,
+                "gap": mean / predicted - 1,
+            }
+        return {
+            "arrival_rate_rps": self.throughput_rps,
+            "measured_mean_latency_ms": mean,
+            "mean_in_flight": self.throughput_rps * mean / 1000,
+        }
 
     def analysis(self) -> dict:
         """The why-layer fields of ``bench --json``: the server's breakdown and Little's law."""
-        out: dict = {"server": self.server.to_json() if self.server else None,
-                     "littles_law": self.littles_law(),
-                     "mean_latency_ms": self.mean_latency_ms}
+        out: dict = {
+            "server": self.server.to_json() if self.server else None,
+            "littles_law": self.littles_law(),
+            "mean_latency_ms": self.mean_latency_ms,
+        }
         if self.server_note:
             out["server_note"] = self.server_note
         if self.request_rate is not None:
@@ -151,10 +171,16 @@ class BenchResult:
         d = self.to_dict()
         lat = d.pop("latency_ms")
         d.update({f"latency_{k}_ms": v for k, v in lat.items()})
-        d.update(window_s=self.window_s, stop_reason=self.stop_reason, compression=self.compression or "",
-                 engine=self.engine, abandoned=self.abandoned, wire_counted=self.wire_counted,
-                 wire_sent_per_request=self.wire.sent if self.wire else None,
-                 wire_received_per_request=self.wire.received if self.wire else None)
+        d.update(
+            window_s=self.window_s,
+            stop_reason=self.stop_reason,
+            compression=self.compression or "",
+            engine=self.engine,
+            abandoned=self.abandoned,
+            wire_counted=self.wire_counted,
+            wire_sent_per_request=self.wire.sent if self.wire else None,
+            wire_received_per_request=self.wire.received if self.wire else None,
+        )
         return d
 
 
@@ -240,14 +266,31 @@ def run_bench(
     hard_deadline = t_call + warmup_s + duration_s + grace_s
     stop = stop or threading.Event()
     halt = threading.Event()  # ours: set when the run ends, for any reason
-    result = BenchResult(protocol, model, concurrency, 0, 0, 0.0, percentiles([]), 0, 0, None, None,
-                         compression=compression, request_rate=request_rate,
-                         distribution=distribution if request_rate is not None else None)
+    result = BenchResult(
+        protocol,
+        model,
+        concurrency,
+        0,
+        0,
+        0.0,
+        percentiles([]),
+        0,
+        0,
+        None,
+        None,
+        compression=compression,
+        request_rate=request_rate,
+        distribution=distribution if request_rate is not None else None,
+    )
 
     if inputs is None:  # metadata calls are bounded by the same hard limit
         try:
-            info, inputs = sample_inputs(endpoint, model, protocol,
-                                         timeout=max(0.1, min(timeout_s, hard_deadline - time.perf_counter())))
+            info, inputs = sample_inputs(
+                endpoint,
+                model,
+                protocol,
+                timeout=max(0.1, min(timeout_s, hard_deadline - time.perf_counter())),
+            )
             output_names = output_names or [o.name for o in info.outputs]
         except ProtocolError as exc:
             result.stop_reason, result.error_messages = "error", [str(exc)]
@@ -270,8 +313,15 @@ def run_bench(
             return schedule.next() if schedule else 0.0
 
     def worker() -> None:
-        caller = Caller(endpoint, protocol, model, inputs, output_names=output_names, compression=compression,
-                        timeout_s=timeout_s)
+        caller = Caller(
+            endpoint,
+            protocol,
+            model,
+            inputs,
+            output_names=output_names,
+            compression=compression,
+            timeout_s=timeout_s,
+        )
         try:
             while not halt.is_set():
                 at = take_ticket()
@@ -289,7 +339,9 @@ def run_bench(
                 t0 = time.perf_counter()
                 try:
                     r = caller.call(timeout_s=min(timeout_s, left))
-                    rec = _Record(t0, time.perf_counter(), True, r.latency_ms, r.request_bytes, r.response_bytes)
+                    rec = _Record(
+                        t0, time.perf_counter(), True, r.latency_ms, r.request_bytes, r.response_bytes
+                    )
                 except ProtocolError as exc:
                     rec = _Record(t0, time.perf_counter(), False, 0.0, error=f"{exc.kind}: {exc}")
                 except Exception as exc:  # a client bug must not kill the run silently
@@ -371,7 +423,9 @@ def run_bench(
         opened = min(concurrency, answered_ok)  # each worker opened one connection
         result.wire, result.wire_counted = wire, WIRE_SEPARATE_PASS
         result.wire_bytes_sent = round(opened * wire.first_sent + (answered_ok - opened) * wire.sent)
-        result.wire_bytes_received = round(opened * wire.first_received + (answered_ok - opened) * wire.received)
+        result.wire_bytes_received = round(
+            opened * wire.first_received + (answered_ok - opened) * wire.received
+        )
     return result
 
 
@@ -435,15 +489,28 @@ class _StatsWindow:
         return bd, "", (before, after)
 
 
-def count_wire_bytes(endpoint: Endpoint, model: str, protocol: str, inputs: dict[str, np.ndarray],
-                     compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                     calls: int = WIRE_PASS_CALLS) -> WireCount:
+def count_wire_bytes(
+    endpoint: Endpoint,
+    model: str,
+    protocol: str,
+    inputs: dict[str, np.ndarray],
+    compression: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    calls: int = WIRE_PASS_CALLS,
+) -> WireCount:
     """Bytes per request on the wire, from ``1 + calls`` untimed calls on one connection through a
     :class:`~triton_kitchen.protocols.CountingProxy` (asking for all of the model's outputs, as the lab's runs
     do); raises ProtocolError when a call fails."""
     m = measure_protocol(endpoint, protocol, model, inputs, calls, compression, timeout_s)
-    return WireCount(m.calls, m.request_bytes, m.response_bytes, m.wire_sent_per_call, m.wire_received_per_call,
-                     m.wire_first_call_sent, m.wire_first_call_received)
+    return WireCount(
+        m.calls,
+        m.request_bytes,
+        m.response_bytes,
+        m.wire_sent_per_call,
+        m.wire_received_per_call,
+        m.wire_first_call_sent,
+        m.wire_first_call_received,
+    )
 
 
 def _progress(records: list[_Record], warm_end: float, now: float, duration_s: float) -> BenchProgress:
@@ -474,17 +541,39 @@ def sweep(
         if stop.is_set():
             break
         cb = (lambda pr, i=i: progress(i, len(plan), pr)) if progress else None
-        results.append(run_bench(endpoint, model, p, c, duration_s, inputs=info_inputs, output_names=output_names,
-                                 stop=stop, progress=cb, **kwargs))
+        results.append(
+            run_bench(
+                endpoint,
+                model,
+                p,
+                c,
+                duration_s,
+                inputs=info_inputs,
+                output_names=output_names,
+                stop=stop,
+                progress=cb,
+                **kwargs,
+            )
+        )
     return results
 
 
 # The perf_analyzer half and the CLI moved out; ``from triton_kitchen.bench import X`` keeps working for them,
 # resolved on first use (both modules import this one, so importing them here would be circular).
 _MOVED = {
-    **dict.fromkeys(("PerfAnalyzerError", "PerfAnalyzerResult", "perf_analyzer_binary", "perf_analyzer_env",
-                     "perf_analyzer_input_data", "_shape_flags", "run_perf_analyzer", "cross_check"),
-                    "triton_kitchen.perf_analyzer"),
+    **dict.fromkeys(
+        (
+            "PerfAnalyzerError",
+            "PerfAnalyzerResult",
+            "perf_analyzer_binary",
+            "perf_analyzer_env",
+            "perf_analyzer_input_data",
+            "_shape_flags",
+            "run_perf_analyzer",
+            "cross_check",
+        ),
+        "triton_kitchen.perf_analyzer",
+    ),
     **dict.fromkeys(("add_bench_parser", "cmd_bench", "_url_hint"), "triton_kitchen.cli"),
 }
 

@@ -32,7 +32,9 @@ def batcher_config(model_config: dict) -> BatcherConfig:
     """The batcher's settings of a loaded config (JSON as Triton returns it)."""
     max_batch = int(model_config.get("max_batch_size", 0) or 0)
     if max_batch < 1:
-        raise CalibrationError("no_batching", f"{model_config.get('name')} has max_batch_size 0: it does not batch")
+        raise CalibrationError(
+            "no_batching", f"{model_config.get('name')} has max_batch_size 0: it does not batch"
+        )
     dyn = model_config.get("dynamic_batching")
     groups = model_config.get("instance_group") or [{}]
     instances = sum(int(g.get("count", 1) or 1) for g in groups)
@@ -76,8 +78,13 @@ class Calibration:
     outside_jitter: float = 0.0  # measured: the spread of the client's latency at concurrency 1 (std / mean)
 
     def service(self) -> ServiceModel:
-        return ServiceModel(dict(self.batch_ms), self.outside_ms, self.parallelism, self.client_parallelism,
-                            self.outside_jitter)
+        return ServiceModel(
+            dict(self.batch_ms),
+            self.outside_ms,
+            self.parallelism,
+            self.client_parallelism,
+            self.outside_jitter,
+        )
 
     def to_json(self) -> dict:
         return {
@@ -102,7 +109,9 @@ class _Window:
     after: server_stats.Snapshot
 
 
-def _run(endpoint: Endpoint, model: str, inputs, protocol: str, duration_s: float, warmup: int = 3) -> _Window:
+def _run(
+    endpoint: Endpoint, model: str, inputs, protocol: str, duration_s: float, warmup: int = 3
+) -> _Window:
     """One request at a time for ``duration_s``, after ``warmup`` calls; the statistics snapshots bracket
     exactly the timed calls, so client and server figures cover the same requests."""
     import time
@@ -201,10 +210,23 @@ def batcher_for(settings, max_batch_size: int) -> BatcherConfig:
     )
 
 
-def predict(cal: Calibration, settings, concurrency: int | None = None, rate_rps: float | None = None,
-            requests: int = 4000, seed: int = 0) -> dict:
+def predict(
+    cal: Calibration,
+    settings,
+    concurrency: int | None = None,
+    rate_rps: float | None = None,
+    requests: int = 4000,
+    seed: int = 0,
+) -> dict:
     """What the simulator, calibrated on this server, predicts for the lab's ``settings`` (simulated)."""
     config = batcher_for(settings, cal.config.max_batch_size)
-    result = simulate(config, cal.service(), concurrency=concurrency, rate_rps=rate_rps, requests=requests,
-                      distribution="poisson" if rate_rps else "constant", seed=seed)
+    result = simulate(
+        config,
+        cal.service(),
+        concurrency=concurrency,
+        rate_rps=rate_rps,
+        requests=requests,
+        distribution="poisson" if rate_rps else "constant",
+        seed=seed,
+    )
     return result.summary

@@ -36,10 +36,18 @@ STREAMER = "streamer"
 
 # the order the course meets them; a model the course does not know comes after, by name
 COURSE_ORDER = (
-    IMAGE_CLASSIFIER, PREPROCESS, CLASSIFIER, POSTPROCESS,
+    IMAGE_CLASSIFIER,
+    PREPROCESS,
+    CLASSIFIER,
+    POSTPROCESS,
     ENSEMBLE_PIPELINE,
-    TTA_ENSEMBLE, HFLIP, FUSE_LOGITS,
-    CASCADE_ENSEMBLE, CLASSIFIER_COARSE, CASCADE_SELECT, CASCADE_BLS,
+    TTA_ENSEMBLE,
+    HFLIP,
+    FUSE_LOGITS,
+    CASCADE_ENSEMBLE,
+    CLASSIFIER_COARSE,
+    CASCADE_SELECT,
+    CASCADE_BLS,
     STREAMER,
 )
 
@@ -52,7 +60,9 @@ def course_order(names, first: tuple[str, ...] = ()) -> list[str]:
     return sorted(set(names), key=lambda n: (rank.get(n, len(rank)), n))
 
 
-def models(repo: str | os.PathLike = DEFAULT_REPOSITORY, max_bytes: int | None = None) -> dict[str, ModelEntry]:
+def models(
+    repo: str | os.PathLike = DEFAULT_REPOSITORY, max_bytes: int | None = None
+) -> dict[str, ModelEntry]:
     """Every model folder of ``repo`` that has a ``config.pbtxt``, read, in the course's order."""
     found = {
         name: entry

@@ -46,7 +46,9 @@ def classify(
 ) -> Classification:
     """Send the encoded image as ``image_bytes`` (BYTES [1, 1]) and read back the top-5."""
     if protocol == "grpc":
-        result, ms = _infer(clients.grpc_client(endpoint), grpcclient, model, image, {"client_timeout": timeout_s})
+        result, ms = _infer(
+            clients.grpc_client(endpoint), grpcclient, model, image, {"client_timeout": timeout_s}
+        )
     elif protocol.startswith("http"):
         try:
             with clients.http(endpoint, timeout=timeout_s) as client:
@@ -59,7 +61,9 @@ def classify(
     labels = [b.decode() if isinstance(b, bytes) else str(b) for b in result.as_numpy("top5_labels")[0]]
     scores = [float(s) for s in result.as_numpy("top5_scores")[0]]
     stage = result.as_numpy("stage_used")
-    return Classification(labels, scores, model, protocol, ms, int(stage.reshape(-1)[0]) if stage is not None else None)
+    return Classification(
+        labels, scores, model, protocol, ms, int(stage.reshape(-1)[0]) if stage is not None else None
+    )
 
 
 def _infer(client, lib, model: str, image: bytes, kwargs: dict):

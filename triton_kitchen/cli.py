@@ -116,12 +116,18 @@ def check_paths(paths: list[str], config_name: str | None = None) -> list[Proble
     for raw in paths:
         p = Path(raw)
         if not p.exists():
-            out.append(Problem("error", "no_such_path", "no such file or directory", {"path": raw}, None, None, None, raw))
+            out.append(
+                Problem(
+                    "error", "no_such_path", "no such file or directory", {"path": raw}, None, None, None, raw
+                )
+            )
             continue
         if p.is_file():
             model_dir = p.parent.parent if p.parent.name == "configs" else p.parent
             if p.name == "config.pbtxt" or p.parent.name == "configs":
-                repo = load_repository(model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None))
+                repo = load_repository(
+                    model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None)
+                )
                 if model_dir.name in repo:
                     out += validate_model(model_dir.name, repo, with_dependencies=True)
                     continue
@@ -136,7 +142,11 @@ def check_paths(paths: list[str], config_name: str | None = None) -> list[Proble
                 out.append(Problem("error", e.code, e.message, e.params, None, None, None, raw))
                 continue
             if not repo:
-                out.append(Problem("warning", "empty_repository", "no model directories here", {}, None, None, None, raw))
+                out.append(
+                    Problem(
+                        "warning", "empty_repository", "no model directories here", {}, None, None, None, raw
+                    )
+                )
             out += validate_repository(repo)
     # the same problem may come from two PATHs (a shared step model)
     seen, unique = set(), []
@@ -149,8 +159,12 @@ def check_paths(paths: list[str], config_name: str | None = None) -> list[Proble
 
 
 def _add_check_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="config.pbtxt files, model directories or repositories")
-    p.add_argument("--config-name", default=None, help="use configs/<NAME>.pbtxt where present (like tritonserver)")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="config.pbtxt files, model directories or repositories"
+    )
+    p.add_argument(
+        "--config-name", default=None, help="use configs/<NAME>.pbtxt where present (like tritonserver)"
+    )
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
     p.add_argument("--triton", action="store_true", help="also print Triton's own wording under each error")
 
@@ -158,7 +172,11 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
 def check_command(args: argparse.Namespace) -> int:
     problems = check_paths(args.paths, args.config_name)
     if args.json:
-        print(json.dumps({"ok": not has_errors(problems), "problems": [p.to_dict() for p in problems]}, indent=2))
+        print(
+            json.dumps(
+                {"ok": not has_errors(problems), "problems": [p.to_dict() for p in problems]}, indent=2
+            )
+        )
     else:
         for pr in problems:
             print(pr.format(_show(pr.path)))
@@ -166,15 +184,18 @@ def check_command(args: argparse.Namespace) -> int:
                 print(f"    triton: {pr.triton_message}")
         if not has_errors(problems):
             warnings = sum(1 for pr in problems if pr.severity == "warning")
-            print(f"OK: {', '.join(args.paths)}: no errors" + (f", {warnings} warning(s)" if warnings else ""),
-                  file=sys.stderr)
+            print(
+                f"OK: {', '.join(args.paths)}: no errors" + (f", {warnings} warning(s)" if warnings else ""),
+                file=sys.stderr,
+            )
     return 1 if has_errors(problems) else 0
 
 
 @subcommand
 def add_check_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "check", help="validate config.pbtxt files or a repository as Triton would",
+        "check",
+        help="validate config.pbtxt files or a repository as Triton would",
         description="Validate config.pbtxt files, model directories or repositories by Triton's loader rules.",
     )
     _add_check_args(p)
@@ -226,7 +247,8 @@ def dag_command(args: argparse.Namespace) -> int:
 @subcommand
 def add_dag_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "dag", help="print an ensemble's DAG as DOT or JSON",
+        "dag",
+        help="print an ensemble's DAG as DOT or JSON",
         description="Print the DAG of an ensemble (steps, tensors, stages) as Graphviz DOT or JSON.",
     )
     _add_dag_args(p)
@@ -247,14 +269,18 @@ def _url_hint(url: str, protocol: str) -> str | None:
     (the commonest slip: 8000 vs 8001). A dead address is left to the run, which counts its errors."""
     answers_http = kserve.live(url, timeout=2.0)
     if protocol == "grpc" and answers_http:
-        return f"{url} answers Triton's HTTP API; --protocol grpc needs the gRPC port (Triton's default is 8001)"
+        return (
+            f"{url} answers Triton's HTTP API; --protocol grpc needs the gRPC port (Triton's default is 8001)"
+        )
     if protocol != "grpc" and not answers_http:
         host, _, port = url.rpartition(":")
         try:
             socket.create_connection((host or "127.0.0.1", int(port)), timeout=2.0).close()
         except (OSError, ValueError):
             return None
-        return f"{url} listens but is not Triton's HTTP API (the gRPC port? Triton's default HTTP port is 8000)"
+        return (
+            f"{url} listens but is not Triton's HTTP API (the gRPC port? Triton's default HTTP port is 8000)"
+        )
     return None
 
 
@@ -262,11 +288,15 @@ def _print_bytes_per_request(wire: WireCount | None) -> None:
     if wire is None:
         print("  wire bytes     not counted (no answer to count)")
         return
-    print(f"  bytes per request, counted in a separate untimed pass ({wire.calls + 1} calls on one connection "
-          "through a byte-counting proxy; the timed requests went straight to the server):")
+    print(
+        f"  bytes per request, counted in a separate untimed pass ({wire.calls + 1} calls on one connection "
+        "through a byte-counting proxy; the timed requests went straight to the server):"
+    )
     print(f"    payload  sent {wire.request_bytes}  received {wire.response_bytes}")
-    print(f"    wire     sent {wire.sent:.0f}  received {wire.received:.0f}  (the call that opened the "
-          f"connection: sent {wire.first_sent}  received {wire.first_received})")
+    print(
+        f"    wire     sent {wire.sent:.0f}  received {wire.received:.0f}  (the call that opened the "
+        f"connection: sent {wire.first_sent}  received {wire.first_received})"
+    )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -286,8 +316,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.url:
         url = host_port(args.url)
         # statistics go over HTTP: the same address for an HTTP protocol, else --stats-url (or port 8000)
-        stats = host_port(args.stats_url) if args.stats_url else (
-            url if args.protocol.startswith("http") else Endpoint.remote(grpc_url=url).http_url)
+        stats = (
+            host_port(args.stats_url)
+            if args.stats_url
+            else (url if args.protocol.startswith("http") else Endpoint.remote(grpc_url=url).http_url)
+        )
         endpoint = Endpoint(http_url=url if args.protocol.startswith("http") else stats, grpc_url=url)
         hint = _url_hint(url, args.protocol)
         if hint:
@@ -304,9 +337,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
             return 1
     try:
         result, stability = run_stable(
-            endpoint, args.model, args.protocol, args.concurrency, args.duration, max_windows=args.max_windows,
-            max_requests=args.max_requests, timeout_s=args.timeout, compression=args.compression, count_wire=True,
-            request_rate=args.request_rate, distribution=args.distribution)
+            endpoint,
+            args.model,
+            args.protocol,
+            args.concurrency,
+            args.duration,
+            max_windows=args.max_windows,
+            max_requests=args.max_requests,
+            timeout_s=args.timeout,
+            compression=args.compression,
+            count_wire=True,
+            request_rate=args.request_rate,
+            distribution=args.distribution,
+        )
         check = None
         if args.perf_analyzer and result.throughput_rps:
             try:
@@ -321,21 +364,33 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         lat = result.latency_ms
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
-        load = (f"open loop at {args.request_rate:g} req/s ({args.distribution})" if args.request_rate
-                else f"concurrency {result.concurrency}")
-        print(f"{result.model} over {result.protocol}, {load}, {result.window_s:.1f} s ({result.stop_reason})")
-        print(f"  requests {result.requests}  errors {result.errors}  throughput {result.throughput_rps:.1f}/s")
-        print(f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}  "
-              f"mean {fmt(result.mean_latency_ms)}")
+        load = (
+            f"open loop at {args.request_rate:g} req/s ({args.distribution})"
+            if args.request_rate
+            else f"concurrency {result.concurrency}"
+        )
+        print(
+            f"{result.model} over {result.protocol}, {load}, {result.window_s:.1f} s ({result.stop_reason})"
+        )
+        print(
+            f"  requests {result.requests}  errors {result.errors}  throughput {result.throughput_rps:.1f}/s"
+        )
+        print(
+            f"  latency ms  p50 {fmt(lat['p50'])}  p90 {fmt(lat['p90'])}  p99 {fmt(lat['p99'])}  "
+            f"mean {fmt(result.mean_latency_ms)}"
+        )
         _print_analysis(result, stability)
         print(f"  payload bytes  sent {result.request_bytes}  received {result.response_bytes}")
         _print_bytes_per_request(result.wire)
     for message in result.error_messages:
         print(f"error: {message}", file=sys.stderr)
     if check is not None:
-        print(f"cross-check: engine {check['engine_rps']:.1f}/s, perf_analyzer {check['perf_analyzer_rps']:.1f}/s, "
-              f"difference {check['difference'] * 100:+.1f}% ({'agree' if check['agree'] else 'DISAGREE'} "
-              f"within {check['tolerance'] * 100:.0f}%)", file=sys.stderr if args.json else sys.stdout)
+        print(
+            f"cross-check: engine {check['engine_rps']:.1f}/s, perf_analyzer {check['perf_analyzer_rps']:.1f}/s, "
+            f"difference {check['difference'] * 100:+.1f}% ({'agree' if check['agree'] else 'DISAGREE'} "
+            f"within {check['tolerance'] * 100:.0f}%)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
     return 0 if result.requests and not result.errors else 1
 
 
@@ -344,68 +399,109 @@ def _print_analysis(result, stability) -> None:
     spread = stability.spread
     pct = lambda v: "-" if v is None else f"{v:.1f}%"  # noqa: E731
     word = "stable" if stability.stable else "UNSTABLE"
-    print(f"  {word}: {len(stability.windows)} window(s); the last {min(3, len(stability.windows))} spread "
-          f"{pct(spread['throughput'])} in throughput, {pct(spread['latency'])} in mean latency")
+    print(
+        f"  {word}: {len(stability.windows)} window(s); the last {min(3, len(stability.windows))} spread "
+        f"{pct(spread['throughput'])} in throughput, {pct(spread['latency'])} in mean latency"
+    )
     s = result.server
     if s is not None and s.total.requests:
         t = s.total
         inside = t.server_ms or 0.0
         outside = (result.mean_latency_ms or 0.0) - inside
-        print(f"  server (measured by Triton, per request): queue {t.queue_ms:.2f} ms, compute input "
-              f"{t.compute_input_ms:.2f}, infer {t.compute_infer_ms:.2f}, output {t.compute_output_ms:.2f}; "
-              f"{inside:.2f} ms inside the server, {outside:.2f} ms outside it (client, network, serialization)")
+        print(
+            f"  server (measured by Triton, per request): queue {t.queue_ms:.2f} ms, compute input "
+            f"{t.compute_input_ms:.2f}, infer {t.compute_infer_ms:.2f}, output {t.compute_output_ms:.2f}; "
+            f"{inside:.2f} ms inside the server, {outside:.2f} ms outside it (client, network, serialization)"
+        )
         batch = f"{t.mean_batch:.2f}" if t.mean_batch else "-"
         print(f"  executions {t.executions}, inferences {t.inferences}: average batch {batch}")
         for name, m in s.per_model.items():
             mb = f"{m.mean_batch:.2f}" if m.mean_batch else "-"
-            print(f"    {name}: queue {m.queue_ms:.2f} ms, compute {m.compute_infer_ms:.2f} ms, "
-                  f"{m.executions} executions for {m.inferences} inferences (batch {mb})")
+            print(
+                f"    {name}: queue {m.queue_ms:.2f} ms, compute {m.compute_infer_ms:.2f} ms, "
+                f"{m.executions} executions for {m.inferences} inferences (batch {mb})"
+            )
     elif result.server_note:
         print(f"  server breakdown: none ({result.server_note})")
     law = result.littles_law()
     if law and "in_flight" in law:
-        print(f"  Little's law: {law['in_flight']} in flight / {result.throughput_rps:.1f} req/s predicts a mean "
-              f"latency of {law['predicted_latency_ms']:.1f} ms; measured {law['measured_mean_latency_ms']:.1f} ms "
-              f"({law['gap'] * 100:+.1f}%)")
+        print(
+            f"  Little's law: {law['in_flight']} in flight / {result.throughput_rps:.1f} req/s predicts a mean "
+            f"latency of {law['predicted_latency_ms']:.1f} ms; measured {law['measured_mean_latency_ms']:.1f} ms "
+            f"({law['gap'] * 100:+.1f}%)"
+        )
     elif law:
-        print(f"  Little's law: {law['arrival_rate_rps']:.1f} req/s x {law['measured_mean_latency_ms']:.1f} ms "
-              f"= {law['mean_in_flight']:.2f} requests in flight on average")
+        print(
+            f"  Little's law: {law['arrival_rate_rps']:.1f} req/s x {law['measured_mean_latency_ms']:.1f} ms "
+            f"= {law['mean_in_flight']:.2f} requests in flight on average"
+        )
     if result.late:
         print(f"  {result.late} request(s) left late: every worker was busy (the server is near saturation)")
 
 
 @subcommand
 def add_bench_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("bench", help="bounded load on one model over one protocol",
-                              description="Closed-loop load with N concurrent clients for a bounded time; "
-                                          "latency percentiles, throughput, payload bytes, and wire bytes per "
-                                          "request counted in a separate untimed pass (never while timing).")
+    p = subparsers.add_parser(
+        "bench",
+        help="bounded load on one model over one protocol",
+        description="Closed-loop load with N concurrent clients for a bounded time; "
+        "latency percentiles, throughput, payload bytes, and wire bytes per "
+        "request counted in a separate untimed pass (never while timing).",
+    )
     p.add_argument("--model", required=True)
     p.add_argument("--protocol", required=True, choices=PROTOCOLS)
     p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
-    p.add_argument("--duration", type=float, default=5.0,
-                   help="seconds of each measuring window; windows repeat until the last three agree within "
-                        "10%% on throughput and latency (default: %(default)s)")
-    p.add_argument("--max-windows", type=int, default=MAX_WINDOWS,
-                   help="give up on stability after this many windows (default: %(default)s)")
-    p.add_argument("--request-rate", type=float, default=None,
-                   help="open loop: send this many requests per second (up to --concurrency in flight), as "
-                        "perf_analyzer's --request-rate-range")
-    p.add_argument("--distribution", choices=DISTRIBUTIONS, default="constant",
-                   help="open-loop arrival times (perf_analyzer's --request-distribution; default: %(default)s)")
-    p.add_argument("--stats-url", default=None,
-                   help="with a gRPC --url: the same server's HTTP host:port, for its statistics API "
-                        "(default: the --url host on port 8000)")
-    p.add_argument("--url", help="host:port of a running server for this protocol (default: start the "
-                                 "embedded server on free ports)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (its wire bytes: the untimed pass's bytes per request times the "
-                        "answered requests)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=5.0,
+        help="seconds of each measuring window; windows repeat until the last three agree within "
+        "10%% on throughput and latency (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-windows",
+        type=int,
+        default=MAX_WINDOWS,
+        help="give up on stability after this many windows (default: %(default)s)",
+    )
+    p.add_argument(
+        "--request-rate",
+        type=float,
+        default=None,
+        help="open loop: send this many requests per second (up to --concurrency in flight), as "
+        "perf_analyzer's --request-rate-range",
+    )
+    p.add_argument(
+        "--distribution",
+        choices=DISTRIBUTIONS,
+        default="constant",
+        help="open-loop arrival times (perf_analyzer's --request-distribution; default: %(default)s)",
+    )
+    p.add_argument(
+        "--stats-url",
+        default=None,
+        help="with a gRPC --url: the same server's HTTP host:port, for its statistics API "
+        "(default: the --url host on port 8000)",
+    )
+    p.add_argument(
+        "--url",
+        help="host:port of a running server for this protocol (default: start the "
+        "embedded server on free ports)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (its wire bytes: the untimed pass's bytes per request times the "
+        "answered requests)",
+    )
     p.add_argument("--max-requests", type=int, default=10_000, help="request cap (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-request timeout in seconds")
     p.add_argument("--compression", choices=("gzip",), default=None)
-    p.add_argument("--perf-analyzer", action="store_true",
-                   help="also run perf_analyzer on the same settings and print both throughputs (to stderr with --json)")
+    p.add_argument(
+        "--perf-analyzer",
+        action="store_true",
+        help="also run perf_analyzer on the same settings and print both throughputs (to stderr with --json)",
+    )
     p.set_defaults(func=cmd_bench)
     return p
 

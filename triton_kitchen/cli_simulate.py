@@ -33,9 +33,13 @@ def add_simulate_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--model", required=True)
     p.add_argument("--url", default="", help="the server's HTTP address (default: start the embedded server)")
-    p.add_argument("--protocol", default="http-binary", choices=("http-binary", "http-json", "grpc"),
-                   help="protocol of the calibration load (default http-binary: --url is the HTTP address; "
-                        "grpc needs the server's gRPC port on the --url host at 8001)")
+    p.add_argument(
+        "--protocol",
+        default="http-binary",
+        choices=("http-binary", "http-json", "grpc"),
+        help="protocol of the calibration load (default http-binary: --url is the HTTP address; "
+        "grpc needs the server's gRPC port on the --url host at 8001)",
+    )
     p.add_argument("--max-queue-delay-us", type=int, default=None)
     p.add_argument("--preferred-batch-sizes", type=_sizes, default=None, help="e.g. 4,8; '' for none")
     p.add_argument("--instances", type=int, default=None)
@@ -70,9 +74,16 @@ def _settings(args: argparse.Namespace, loaded):
 def _run(endpoint: Endpoint, args: argparse.Namespace) -> dict:
     cal = calibrate(endpoint, args.model, args.protocol)
     config = _settings(args, cal.config)
-    sim = simulate(config, cal.service(), concurrency=args.concurrency, rate_rps=args.request_rate,
-                   distribution=args.distribution, requests=MAX_REQUESTS, duration_s=args.duration,
-                   seed=args.seed)
+    sim = simulate(
+        config,
+        cal.service(),
+        concurrency=args.concurrency,
+        rate_rps=args.request_rate,
+        distribution=args.distribution,
+        requests=MAX_REQUESTS,
+        duration_s=args.duration,
+        seed=args.seed,
+    )
     out = dict(sim.summary)
     out["model"] = args.model
     out["settings"] = dataclasses.asdict(config)
@@ -82,8 +93,10 @@ def _run(endpoint: Endpoint, args: argparse.Namespace) -> dict:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or (args.concurrency is not None and args.concurrency < 1) or (
-        args.request_rate is not None and args.request_rate <= 0
+    if (
+        args.duration <= 0
+        or (args.concurrency is not None and args.concurrency < 1)
+        or (args.request_rate is not None and args.request_rate <= 0)
     ):
         print("error: --duration, --concurrency and --request-rate must be positive", file=sys.stderr)
         return 2
@@ -113,10 +126,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return 0
     lat = result["latency_ms"]
     print(f"simulated {result['model']} ({result['arrivals']}), settings {result['settings']}")
-    print(f"  throughput {result['throughput_rps']:.1f} req/s   p50 {lat['p50']:.1f} ms   p99 {lat['p99']:.1f} ms")
-    print(f"  mean batch {result['mean_batch']:.2f}   queue {result['queue_ms']:.2f} ms   "
-          f"batches {result['batch_histogram']}")
+    print(
+        f"  throughput {result['throughput_rps']:.1f} req/s   p50 {lat['p50']:.1f} ms   p99 {lat['p99']:.1f} ms"
+    )
+    print(
+        f"  mean batch {result['mean_batch']:.2f}   queue {result['queue_ms']:.2f} ms   "
+        f"batches {result['batch_histogram']}"
+    )
     cal = ", ".join(f"{k}: {v:.2f} ms" for k, v in result["calibration"].items())
-    print(f"  calibration (measured now): compute per batch size {cal}; outside the server "
-          f"{result['outside_ms']:.2f} ms per request")
+    print(
+        f"  calibration (measured now): compute per batch size {cal}; outside the server "
+        f"{result['outside_ms']:.2f} ms per request"
+    )
     return 0

@@ -38,9 +38,13 @@ def grpc_client(endpoint: Endpoint) -> grpcclient.InferenceServerClient:
 
 
 @contextmanager
-def http(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[httpclient.InferenceServerClient]:
+def http(
+    endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT_S
+) -> Iterator[httpclient.InferenceServerClient]:
     """A new HTTP inference client for this block only, closed at its end (on this thread)."""
-    client = httpclient.InferenceServerClient(endpoint.http_url, connection_timeout=timeout, network_timeout=timeout)
+    client = httpclient.InferenceServerClient(
+        endpoint.http_url, connection_timeout=timeout, network_timeout=timeout
+    )
     try:
         yield client
     finally:

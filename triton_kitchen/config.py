@@ -29,8 +29,19 @@ from triton_kitchen.errors import KitchenError
 from triton_kitchen.tensors import DTYPE_SIZES, dtype_name
 
 __all__ = [
-    "DTYPE_SIZES", "ENSEMBLE_PLATFORM", "ConfigError", "Locations", "ModelConfig", "ModelEntry", "dtype_name",
-    "load_repository", "locate", "parse_config", "read_config_file", "read_model_dir", "served_versions",
+    "DTYPE_SIZES",
+    "ENSEMBLE_PLATFORM",
+    "ConfigError",
+    "Locations",
+    "ModelConfig",
+    "ModelEntry",
+    "dtype_name",
+    "load_repository",
+    "locate",
+    "parse_config",
+    "read_config_file",
+    "read_model_dir",
+    "served_versions",
 ]
 
 ModelConfig = mc.ModelConfig
@@ -84,7 +95,9 @@ class ConfigError(KitchenError):
         return f"{where}: error: {self.message}"
 
 
-_TOKEN_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|[A-Za-z_][\w.+-]*|[-+]?[0-9.][\w.+-]*|\S')
+_TOKEN_RE = re.compile(
+    r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|[A-Za-z_][\w.+-]*|[-+]?[0-9.][\w.+-]*|\S'
+)
 
 
 def _token_at(lines: list[str], line: int | None, column: int | None) -> str | None:
@@ -98,7 +111,7 @@ def _token_at(lines: list[str], line: int | None, column: int | None) -> str | N
 
 def _only_blank_after(lines: list[str], line: int, column: int | None, token: str | None) -> bool:
     """True when nothing but blanks and comments follows the token at (line, column)."""
-    rest = lines[line - 1][max((column or 1) - 1, 0) + len(token or ""):] if line <= len(lines) else ""
+    rest = lines[line - 1][max((column or 1) - 1, 0) + len(token or "") :] if line <= len(lines) else ""
     tail = [rest] + lines[line:]
     return all(not t.split("#", 1)[0].strip() for t in tail)
 
@@ -119,12 +132,29 @@ def _message_fields(type_name: str) -> list[str]:
 
 
 _DTYPE_ALIASES = {
-    "FLOAT": "TYPE_FP32", "FLOAT32": "TYPE_FP32", "FP32": "TYPE_FP32", "TYPE_FLOAT": "TYPE_FP32",
-    "TYPE_FLOAT32": "TYPE_FP32", "DOUBLE": "TYPE_FP64", "TYPE_DOUBLE": "TYPE_FP64", "FLOAT64": "TYPE_FP64",
-    "HALF": "TYPE_FP16", "FLOAT16": "TYPE_FP16", "TYPE_HALF": "TYPE_FP16", "TYPE_FLOAT16": "TYPE_FP16",
-    "INT": "TYPE_INT32", "TYPE_INT": "TYPE_INT32", "LONG": "TYPE_INT64", "TYPE_LONG": "TYPE_INT64",
-    "STRING": "TYPE_STRING", "BYTES": "TYPE_STRING", "TYPE_BYTES": "TYPE_STRING", "STR": "TYPE_STRING",
-    "BOOL": "TYPE_BOOL", "TYPE_BOOLEAN": "TYPE_BOOL", "BOOLEAN": "TYPE_BOOL",
+    "FLOAT": "TYPE_FP32",
+    "FLOAT32": "TYPE_FP32",
+    "FP32": "TYPE_FP32",
+    "TYPE_FLOAT": "TYPE_FP32",
+    "TYPE_FLOAT32": "TYPE_FP32",
+    "DOUBLE": "TYPE_FP64",
+    "TYPE_DOUBLE": "TYPE_FP64",
+    "FLOAT64": "TYPE_FP64",
+    "HALF": "TYPE_FP16",
+    "FLOAT16": "TYPE_FP16",
+    "TYPE_HALF": "TYPE_FP16",
+    "TYPE_FLOAT16": "TYPE_FP16",
+    "INT": "TYPE_INT32",
+    "TYPE_INT": "TYPE_INT32",
+    "LONG": "TYPE_INT64",
+    "TYPE_LONG": "TYPE_INT64",
+    "STRING": "TYPE_STRING",
+    "BYTES": "TYPE_STRING",
+    "TYPE_BYTES": "TYPE_STRING",
+    "STR": "TYPE_STRING",
+    "BOOL": "TYPE_BOOL",
+    "TYPE_BOOLEAN": "TYPE_BOOL",
+    "BOOLEAN": "TYPE_BOOL",
 }
 
 
@@ -147,7 +177,7 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
     if line and 1 <= line <= len(lines):
         quoted = f"'{lines[line - 1]}': "
         if msg.startswith(quoted):
-            msg = msg[len(quoted):]
+            msg = msg[len(quoted) :]
         else:
             msg = re.sub(r"^'.*?': (?=[A-Z])", "", msg, count=1)
     token = _token_at(lines, line, column)
@@ -158,7 +188,9 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
         code, params = "unknown_field", {"field": name, "type": typ}
         hint = _suggest(name, _message_fields(typ))
         params["suggestion"] = hint
-        plain = f'unknown field "{name}" in {typ.split(".")[-1]}' + (f' (did you mean "{hint}"?)' if hint else "")
+        plain = f'unknown field "{name}" in {typ.split(".")[-1]}' + (
+            f' (did you mean "{hint}"?)' if hint else ""
+        )
         token = name
     elif m := re.search(r'Enum type "([\w.]+)" has no value named (\S+?)\.?$', msg):
         typ, name = m.group(1), m.group(2)
@@ -171,9 +203,13 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
                         choices = [v.name for v in e.values]
         hint = _suggest(name, choices)
         code, params = "unknown_enum", {"value": name, "type": typ, "suggestion": hint}
-        plain = f'"{name}" is not a value of {typ.split(".")[-1]}' + (f' (did you mean "{hint}"?)' if hint else "")
+        plain = f'"{name}" is not a value of {typ.split(".")[-1]}' + (
+            f' (did you mean "{hint}"?)' if hint else ""
+        )
         token = name
-    elif m := re.search(r'Field "(\w+)" is specified along with field "(\w+)", another member of oneof "(\w+)"', msg):
+    elif m := re.search(
+        r'Field "(\w+)" is specified along with field "(\w+)", another member of oneof "(\w+)"', msg
+    ):
         a, b, group = m.group(1), m.group(2), m.group(3)
         code, params = "oneof_conflict", {"field": a, "other": b, "oneof": group}
         if group == "scheduling_choice":
@@ -209,7 +245,9 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
         plain = msg[0].lower() + msg[1:] if msg else "syntax error"
     if plain is None:
         plain = msg or "syntax error"
-    return ConfigError(plain, path=path, line=line, column=column, token=token, code=code, params=params, detail=msg)
+    return ConfigError(
+        plain, path=path, line=line, column=column, token=token, code=code, params=params, detail=msg
+    )
 
 
 def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> ModelConfig:
@@ -221,7 +259,11 @@ def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> Mo
         except UnicodeDecodeError as e:
             line = text[: e.start].count(b"\n") + 1
             raise ConfigError(
-                "the file is not UTF-8 text", path=spath, line=line, code="unreadable", params={"reason": "encoding"}
+                "the file is not UTF-8 text",
+                path=spath,
+                line=line,
+                code="unreadable",
+                params={"reason": "encoding"},
             ) from None
     cfg = ModelConfig()
     try:
@@ -517,7 +559,9 @@ def load_repository(
     try:
         children = sorted(os.scandir(root), key=lambda d: d.name)
     except OSError as e:
-        raise ConfigError(f"cannot read repository {root}: {e.strerror or e}", path=str(root), code="unreadable") from None
+        raise ConfigError(
+            f"cannot read repository {root}: {e.strerror or e}", path=str(root), code="unreadable"
+        ) from None
     for child in children:
         if child.is_dir() and not child.name.startswith("."):
             repo[child.name] = read_model_dir(child.path, config_name, max_bytes)

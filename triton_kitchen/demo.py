@@ -155,7 +155,9 @@ def quick_protocol_check(
 
     arrays = {"input_image": demo_input(image)}
     callers = {
-        p: Caller(endpoint, p, "ensemble_pipeline", arrays, output_names=["output_label"], reuse_request=False)
+        p: Caller(
+            endpoint, p, "ensemble_pipeline", arrays, output_names=["output_label"], reuse_request=False
+        )
         for p in PROTOCOLS
     }
     times: dict[str, list[float]] = {p: [] for p in PROTOCOLS}

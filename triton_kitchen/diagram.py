@@ -30,7 +30,13 @@ COLORS = {
     "text": "#1f2937",
 }
 # what people call each node fill (captions say it; tests/test_problem_messages.py checks it against the hue)
-COLOR_NAMES = {"input": "green", "step": "blue", "output": "orange", "ensemble_step": "purple", "stuck": "red"}
+COLOR_NAMES = {
+    "input": "green",
+    "step": "blue",
+    "output": "orange",
+    "ensemble_step": "purple",
+    "stuck": "red",
+}
 
 
 def colour_words(lang: str = "en") -> dict[str, str]:
@@ -46,8 +52,10 @@ def __getattr__(name: str):
     # LABELS, the words table this module used to hold, for callers that still read it
     if name == "LABELS":
         tables = {lang: lessons.ui_strings(lang) for lang in lessons.LANGS}
-        return {lang: {k.removeprefix("diagram."): v for k, v in table.items() if k.startswith("diagram.")}
-                for lang, table in tables.items()}
+        return {
+            lang: {k.removeprefix("diagram."): v for k, v in table.items() if k.startswith("diagram.")}
+            for lang, table in tables.items()
+        }
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -136,7 +144,11 @@ def _node_layers(dag: Dag) -> dict[str, int]:
         for s in dag.steps:
             if s.stage:
                 continue
-            preds = [layer.get(producer[v], 0) for v in s.input_map.values() if v in producer and producer[v] != s.id]
+            preds = [
+                layer.get(producer[v], 0)
+                for v in s.input_map.values()
+                if v in producer and producer[v] != s.id
+            ]
             layer[s.id] = 1 + max(preds, default=0)
     last = max((layer[s.id] for s in dag.steps), default=0) + 1
     for t in dag.outputs:
@@ -243,7 +255,10 @@ def point_along(points: list[tuple[float, float]], t: float) -> tuple[float, flo
     if not points:
         return (0.0, 0.0)
     t = min(max(t, 0.0), 1.0)
-    seg = [((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5 for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False)]
+    seg = [
+        ((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5
+        for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False)
+    ]
     total = sum(seg)
     if total == 0:
         return points[0]
@@ -276,16 +291,20 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
     for t in dag.inputs:
         tt = dag.tensor(t)
         label = f"{_word(lang, 'input')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
-        out.append(f"  {_q('in:' + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor=\"{COLORS['input']}\"];")
+        out.append(
+            f'  {_q("in:" + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor="{COLORS["input"]}"];'
+        )
     groups: dict[str | None, list] = {}
     for s in dag.steps:
         groups.setdefault(s.group, []).append(s)
 
     def step_line(s) -> str:
-        color = COLORS["stuck"] if not s.stage else COLORS["ensemble_step"] if s.is_ensemble else COLORS["step"]
+        color = (
+            COLORS["stuck"] if not s.stage else COLORS["ensemble_step"] if s.is_ensemble else COLORS["step"]
+        )
         return (
-            f"{_q(s.id)} [label={_q(step_label(s, lang))}, shape=box, style=\"rounded,filled\", "
-            f"fillcolor=\"{color}\"];"
+            f'{_q(s.id)} [label={_q(step_label(s, lang))}, shape=box, style="rounded,filled", '
+            f'fillcolor="{color}"];'
         )
 
     for g, members in groups.items():
@@ -294,7 +313,9 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
                 out.append("  " + step_line(s))
         else:
             out.append(f"  subgraph {_q('cluster_' + g)} {{")
-            out.append(f"    label={_q(g + ' (' + _word(lang, 'ensemble') + ')')}; style=dashed; color=\"#9b8ac4\";")
+            out.append(
+                f'    label={_q(g + " (" + _word(lang, "ensemble") + ")")}; style=dashed; color="#9b8ac4";'
+            )
             for s in members:
                 out.append("    " + step_line(s))
             out.append("  }")
@@ -306,7 +327,7 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
         tt = dag.tensor(t)
         label = f"{_word(lang, 'output')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
         out.append(
-            f"  {_q('out:' + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor=\"{COLORS['output']}\"];"
+            f'  {_q("out:" + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor="{COLORS["output"]}"];'
         )
     for u, v, tensor in dag.edges():
         out.append(f"  {_q(u)} -> {_q(v)} [label={_q(tensor_label(dag, tensor, show_bytes))}];")

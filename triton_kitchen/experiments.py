@@ -477,9 +477,7 @@ def batching_queue(
                 for th in threads:
                     th.join(timeout=30)
 
-            _, tls = trace.capture_many(
-                endpoint, model, send, burst, local=endpoint.embedded
-            )
+            _, tls = trace.capture_many(endpoint, model, send, burst, local=endpoint.embedded)
         finally:
             for c in callers:
                 c.close()

@@ -107,7 +107,9 @@ def call_json(
     try:
         return json.loads(raw)
     except ValueError as exc:
-        raise KServeError("not_json", f"{method} {path}: the answer is not JSON: {raw[:200]!r}", status) from exc
+        raise KServeError(
+            "not_json", f"{method} {path}: the answer is not JSON: {raw[:200]!r}", status
+        ) from exc
 
 
 def get_json(target: Endpoint | str, path: str, timeout: float = DEFAULT_TIMEOUT_S) -> Any:

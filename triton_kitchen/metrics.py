@@ -97,7 +97,9 @@ def scrape(metrics_url: str, timeout: float = 2.0) -> ServerMetrics:
         resp = conn.getresponse()
         body = resp.read().decode(errors="replace")
     except (OSError, http.client.HTTPException) as exc:
-        raise MetricsError("metrics_unreachable", f"{metrics_url}/metrics: {type(exc).__name__}: {exc}") from exc
+        raise MetricsError(
+            "metrics_unreachable", f"{metrics_url}/metrics: {type(exc).__name__}: {exc}"
+        ) from exc
     finally:
         conn.close()
     if resp.status != 200:

@@ -135,17 +135,35 @@ def run_perf_analyzer(
         data.write_text(json.dumps(perf_analyzer_input_data(inputs, max_batch_size)))
         report = Path(tmp) / "report.csv"
         cmd = [
-            str(binary), "-m", model,
-            "-u", endpoint.grpc_url if protocol == "grpc" else endpoint.http_url,
-            "-i", "grpc" if protocol == "grpc" else "http",
-            "--concurrency-range", f"{concurrency}:{concurrency}",
-            "--measurement-interval", str(int(window_ms)), "--stability-percentage", "1000",
-            "--max-trials", "6",
-            "--input-data", str(data), "-f", str(report),
+            str(binary),
+            "-m",
+            model,
+            "-u",
+            endpoint.grpc_url if protocol == "grpc" else endpoint.http_url,
+            "-i",
+            "grpc" if protocol == "grpc" else "http",
+            "--concurrency-range",
+            f"{concurrency}:{concurrency}",
+            "--measurement-interval",
+            str(int(window_ms)),
+            "--stability-percentage",
+            "1000",
+            "--max-trials",
+            "6",
+            "--input-data",
+            str(data),
+            "-f",
+            str(report),
             *_shape_flags(inputs, max_batch_size),
         ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=perf_analyzer_env(),
-                                cwd=tmp, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=perf_analyzer_env(),
+            cwd=tmp,
+            start_new_session=True,
+        )
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -156,16 +174,33 @@ def run_perf_analyzer(
         if proc.returncode != 0 and retry_larger_window and ("time window" in text or "stable" in text):
             # the server is slower than the window (latency > window), or so busy that windows hold a
             # request or two: once more with 3x the window
-            return run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, max_batch_size,
-                                     window_ms * 3, timeout_s, retry_larger_window=False)
+            return run_perf_analyzer(
+                endpoint,
+                model,
+                protocol,
+                concurrency,
+                inputs,
+                max_batch_size,
+                window_ms * 3,
+                timeout_s,
+                retry_larger_window=False,
+            )
         if proc.returncode != 0 or not report.exists():
             tail = "\n".join(text.strip().splitlines()[-6:])
             raise PerfAnalyzerError(f"perf_analyzer failed (exit {proc.returncode}):\n{tail}")
         row = next(csv.DictReader(report.read_text().splitlines()))
     lat = {q: float(row[f"{q} latency"]) / 1000 for q in ("p50", "p90", "p99") if row.get(f"{q} latency")}
     rps = float(row["Inferences/Second"])
-    return PerfAnalyzerResult(protocol, model, concurrency, round(rps * 3 * window_ms / 1000), rps, lat, cmd,
-                              window_s=3 * window_ms / 1000)
+    return PerfAnalyzerResult(
+        protocol,
+        model,
+        concurrency,
+        round(rps * 3 * window_ms / 1000),
+        rps,
+        lat,
+        cmd,
+        window_s=3 * window_ms / 1000,
+    )
 
 
 def cross_check(
@@ -193,27 +228,55 @@ def cross_check(
     for _ in range(max(1, rounds)):
         if stop is not None and stop.is_set():
             break
-        r = run_bench(endpoint, model, protocol, concurrency, slice_s, inputs=inputs, output_names=outputs,
-                      warmup_s=0.3, count_wire=False, stop=stop, progress=progress)
+        r = run_bench(
+            endpoint,
+            model,
+            protocol,
+            concurrency,
+            slice_s,
+            inputs=inputs,
+            output_names=outputs,
+            warmup_s=0.3,
+            count_wire=False,
+            stop=stop,
+            progress=progress,
+        )
         if r.errors or not r.throughput_rps:
             raise PerfAnalyzerError(f"the bench run failed: {r.error_messages}")
         ours.append(r)
-        theirs.append(run_perf_analyzer(endpoint, model, protocol, concurrency, inputs, info.max_batch_size,
-                                        window_ms=max(500, int(slice_s * 1000 / 3)),
-                                        timeout_s=max(30.0, 10 * slice_s)))
+        theirs.append(
+            run_perf_analyzer(
+                endpoint,
+                model,
+                protocol,
+                concurrency,
+                inputs,
+                info.max_batch_size,
+                window_ms=max(500, int(slice_s * 1000 / 3)),
+                timeout_s=max(30.0, 10 * slice_s),
+            )
+        )
     if not ours:
         raise PerfAnalyzerError("stopped before the first round")
     ours_rps = sum(r.requests - r.errors for r in ours) / sum(r.window_s for r in ours)
     pa_rps = sum(p.throughput_rps * p.window_s for p in theirs) / sum(p.window_s for p in theirs)
     diff = (ours_rps - pa_rps) / pa_rps if pa_rps else float("inf")
     return {
-        "model": model, "protocol": protocol, "concurrency": concurrency,
-        "engine": ENGINE, "check": "perf_analyzer (C++, tritonclient 2.51.0 wheel)",
-        "engine_rps": ours_rps, "perf_analyzer_rps": pa_rps, "difference": diff,
-        "agree": abs(diff) <= tolerance, "tolerance": tolerance,
+        "model": model,
+        "protocol": protocol,
+        "concurrency": concurrency,
+        "engine": ENGINE,
+        "check": "perf_analyzer (C++, tritonclient 2.51.0 wheel)",
+        "engine_rps": ours_rps,
+        "perf_analyzer_rps": pa_rps,
+        "difference": diff,
+        "agree": abs(diff) <= tolerance,
+        "tolerance": tolerance,
         "engine_p99_ms": float(np.percentile([x for r in ours for x in r.latencies_ms], 99)),
         "perf_analyzer_p99_ms": float(np.median([p.latency_ms.get("p99", np.nan) for p in theirs])),
-        "rounds": [{"engine_rps": a.throughput_rps, "perf_analyzer_rps": b.throughput_rps}
-                   for a, b in zip(ours, theirs, strict=False)],
+        "rounds": [
+            {"engine_rps": a.throughput_rps, "perf_analyzer_rps": b.throughput_rps}
+            for a, b in zip(ours, theirs, strict=False)
+        ],
         "perf_analyzer_command": " ".join(theirs[-1].command) if theirs else "",
     }

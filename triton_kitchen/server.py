@@ -32,7 +32,9 @@ RESTRICTED_HEADER = "triton-kitchen-key"
 RESTRICTED_CATEGORIES = "model-repository,trace"
 RUN_PREFIX = "run-"
 RUN_OWNER = "owner"  # "<host> <pid>" of the app process that made the run folder
-LEGACY_RUN_AGE_S = 24 * 3600  # a run folder without an owner file (older versions) this long untouched is stale
+LEGACY_RUN_AGE_S = (
+    24 * 3600
+)  # a run folder without an owner file (older versions) this long untouched is stale
 
 
 class ServerStartError(KitchenError):
@@ -346,7 +348,9 @@ class EmbeddedServer:
                 # the supervisor exits with tritonserver's status; a signal shows as negative or 128+N
                 raise self._failure("tritonserver exited during start-up:", aborted=rc < 0 or rc > 128)
             # the metrics service starts a moment after HTTP: wait for both, so a first scrape finds it
-            if probe_kserve(self.http_url, timeout=0.5) and not port_is_free(self.ports["metrics"], self.host):
+            if probe_kserve(self.http_url, timeout=0.5) and not port_is_free(
+                self.ports["metrics"], self.host
+            ):
                 self.startup_seconds = time.monotonic() - t0
                 return self.endpoint
             time.sleep(0.1)

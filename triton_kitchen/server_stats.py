@@ -106,8 +106,9 @@ class Breakdown:
         keys = ("queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms", "request_ms")
         out = {k: getattr(self.total, k) for k in keys}
         out["overhead_ms"] = self.total.overhead_ms
-        out.update(executions=self.total.executions, inferences=self.total.inferences,
-                   requests=self.total.requests)
+        out.update(
+            executions=self.total.executions, inferences=self.total.inferences, requests=self.total.requests
+        )
         out["per_model"] = {name: m.to_json() for name, m in self.per_model.items()}
         return out
 
@@ -173,7 +174,9 @@ def batch_compute_ms(before: Snapshot, after: Snapshot, model: str) -> dict[int,
         count = int(_get(a[size], "compute_infer", "count") - _get(b.get(size, {}), "compute_infer", "count"))
         if count <= 0:
             continue
-        ns = sum(_get(a[size], p, "ns") - _get(b.get(size, {}), p, "ns")
-                 for p in ("compute_input", "compute_infer", "compute_output"))
+        ns = sum(
+            _get(a[size], p, "ns") - _get(b.get(size, {}), p, "ns")
+            for p in ("compute_input", "compute_infer", "compute_output")
+        )
         out[size] = (count, ns / count / 1e6)
     return out

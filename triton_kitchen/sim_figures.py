@@ -1,7 +1,7 @@
 """Plotly pictures of a simulated run: which instance ran which batch when, who waited, and batch sizes.
 
-    fig = sim_figures.timeline(result, lang="zh")            # one row per instance, one bar per batch
-    fig = sim_figures.histograms({"simulated": {...}, "measured": {...}}, lang="en")
+fig = sim_figures.timeline(result, lang="zh")            # one row per instance, one bar per batch
+fig = sim_figures.histograms({"simulated": {...}, "measured": {...}}, lang="en")
 """
 
 from __future__ import annotations
@@ -20,8 +20,14 @@ def _color(size: int, max_batch: int) -> str:
     return BATCH_COLORS[min(len(BATCH_COLORS) - 1, round(step))]
 
 
-def timeline(result: SimResult, lang: str, until_ms: float | None = None, unit_ms: float | None = None,
-             unit: str = "ms", height: int = 260) -> go.Figure:
+def timeline(
+    result: SimResult,
+    lang: str,
+    until_ms: float | None = None,
+    unit_ms: float | None = None,
+    unit: str = "ms",
+    height: int = 260,
+) -> go.Figure:
     """Batches as bars on their instance's row (labelled with the requests in them), each request's wait in
     the queue as an orange line on the queue row. ``unit_ms``/``unit``: show time in another unit (X)."""
     scale = unit_ms or 1.0
@@ -29,8 +35,13 @@ def timeline(result: SimResult, lang: str, until_ms: float | None = None, unit_m
     fig = go.Figure()
     queue_row = _t("toy.queue_row", lang)
     named = len(result.requests) <= 12 and all(r.name for r in result.requests)
-    waits = [r for r in result.requests if r.start_ms is not None and r.start_ms - r.arrival_ms > 1e-9
-             and (until_ms is None or r.arrival_ms <= until_ms)]
+    waits = [
+        r
+        for r in result.requests
+        if r.start_ms is not None
+        and r.start_ms - r.arrival_ms > 1e-9
+        and (until_ms is None or r.arrival_ms <= until_ms)
+    ]
     # a few named orders: one queue row each (their waits overlap); a stream: one shared row
     wait_rows = {r.id: _t("toy.wait_row", lang, name=names[r.id]) if named else queue_row for r in waits}
     queue_rows = list(dict.fromkeys(wait_rows.values())) or [queue_row]
@@ -38,24 +49,50 @@ def timeline(result: SimResult, lang: str, until_ms: float | None = None, unit_m
     first_instance = len(queue_rows)
     shown = [b for b in result.batches if until_ms is None or b.start_ms <= until_ms]
     for b in shown:
-        label = "".join(names[i] for i in b.requests) if all(result.requests[i].name for i in b.requests) \
+        label = (
+            "".join(names[i] for i in b.requests)
+            if all(result.requests[i].name for i in b.requests)
             else str(b.size)
-        fig.add_trace(go.Bar(
-            base=[b.start_ms / scale], x=[(b.end_ms - b.start_ms) / scale], y=[rows[first_instance + b.instance]],
-            orientation="h", marker_color=_color(b.size, result.config.max_batch_size),
-            marker_line=dict(color="white", width=1), text=[label], textposition="inside",
-            insidetextanchor="middle", showlegend=False,
-            hovertemplate=_t("toy.batch_hover", lang, size=b.size, start="%{base:.3g}", unit=unit) + "<extra></extra>",
-        ))
+        )
+        fig.add_trace(
+            go.Bar(
+                base=[b.start_ms / scale],
+                x=[(b.end_ms - b.start_ms) / scale],
+                y=[rows[first_instance + b.instance]],
+                orientation="h",
+                marker_color=_color(b.size, result.config.max_batch_size),
+                marker_line=dict(color="white", width=1),
+                text=[label],
+                textposition="inside",
+                insidetextanchor="middle",
+                showlegend=False,
+                hovertemplate=_t("toy.batch_hover", lang, size=b.size, start="%{base:.3g}", unit=unit)
+                + "<extra></extra>",
+            )
+        )
     for r in waits:
-        fig.add_trace(go.Scatter(
-            x=[r.arrival_ms / scale, r.start_ms / scale], y=[wait_rows[r.id]] * 2, mode="lines+markers",
-            line=dict(color=WAIT_COLOR, width=3), marker=dict(size=6), showlegend=False,
-            hovertemplate=_t("toy.wait_hover", lang, name=names[r.id], ms=(r.start_ms - r.arrival_ms) / scale,
-                             unit=unit) + "<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[r.arrival_ms / scale, r.start_ms / scale],
+                y=[wait_rows[r.id]] * 2,
+                mode="lines+markers",
+                line=dict(color=WAIT_COLOR, width=3),
+                marker=dict(size=6),
+                showlegend=False,
+                hovertemplate=_t(
+                    "toy.wait_hover",
+                    lang,
+                    name=names[r.id],
+                    ms=(r.start_ms - r.arrival_ms) / scale,
+                    unit=unit,
+                )
+                + "<extra></extra>",
+            )
+        )
     fig.update_layout(
-        barmode="overlay", height=max(height, 90 + 42 * len(rows)), margin=dict(l=10, r=10, t=10, b=10),
+        barmode="overlay",
+        height=max(height, 90 + 42 * len(rows)),
+        margin=dict(l=10, r=10, t=10, b=10),
         xaxis_title=_t("toy.time_axis", lang, unit=unit),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows))),
     )
@@ -70,7 +107,12 @@ def histograms(series: dict[str, dict[int, int]], lang: str, height: int = 280) 
         sizes = sorted(hist)
         fig.add_trace(go.Bar(x=sizes, y=[hist[s] / total for s in sizes], name=name))
     fig.update_layout(
-        barmode="group", height=height, margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(dtick=1),
-        xaxis_title=_t("toy.batch_size", lang), yaxis_title=_t("toy.share", lang), yaxis_tickformat=".0%",
+        barmode="group",
+        height=height,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(dtick=1),
+        xaxis_title=_t("toy.batch_size", lang),
+        yaxis_title=_t("toy.share", lang),
+        yaxis_tickformat=".0%",
     )
     return fig

@@ -60,7 +60,9 @@ class ServiceModel:
     batch_ms: dict[int, float]
     outside_ms: float = 0.0
     parallelism: float | None = None
-    client_parallelism: int | None = None  # the client's own work (outside_ms) runs on this many slots at once
+    client_parallelism: int | None = (
+        None  # the client's own work (outside_ms) runs on this many slots at once
+    )
     outside_jitter: float = 0.0  # each request's outside_ms varies by up to this fraction either way (seeded)
 
     def __post_init__(self) -> None:
@@ -72,7 +74,7 @@ class ServiceModel:
         if size in self.batch_ms:
             return self.batch_ms[size]
         if len(points) == 1:
-            (s0, t0), = points
+            ((s0, t0),) = points
             return t0 * size / s0  # one point: proportional (no fixed cost known)
         lo = [p for p in points if p[0] < size]
         hi = [p for p in points if p[0] > size]
@@ -174,7 +176,8 @@ def _summarize(result: SimResult) -> dict:
         "compute_ms": (sum(r.end_ms - r.start_ms for r in done) / len(done)) if done else None,
         "outside_ms": outside,
         "client_wait_ms": (sum(max(0.0, r.arrival_ms - r.sent_ms - outside) for r in done) / len(done))
-        if done and all(r.sent_ms is not None for r in done) else 0.0,
+        if done and all(r.sent_ms is not None for r in done)
+        else 0.0,
         "late": result.late,
         "calibration": {int(k): v for k, v in sorted(result.service.batch_ms.items())},
     }
@@ -410,7 +413,9 @@ def simulate(
         label = f"open loop, {rate_rps:g} req/s ({distribution}), at most {max_in_flight} in flight"
     eng.run(requests)
     sent_total = len(eng.requests)
-    result = SimResult(config, service, eng.requests, eng.batches, int(sent_total * warmup_fraction), label, late)
+    result = SimResult(
+        config, service, eng.requests, eng.batches, int(sent_total * warmup_fraction), label, late
+    )
     result.summary = _summarize(result)
     return result
 

@@ -44,17 +44,32 @@ def _spread(values: list[float]) -> float | None:
 
 
 def window_spread(windows: list[BenchResult]) -> dict[str, float | None]:
-    return {"throughput": _spread([w.throughput_rps for w in windows]),
-            "latency": _spread([w.mean_latency_ms or 0.0 for w in windows])}
+    return {
+        "throughput": _spread([w.throughput_rps for w in windows]),
+        "latency": _spread([w.mean_latency_ms or 0.0 for w in windows]),
+    }
 
 
 def merge_windows(windows: list[BenchResult]) -> BenchResult:
     """One result from consecutive windows: their requests, errors and latencies pooled, throughput over
     their summed length, the server's breakdown from the first window's start to the last one's end."""
     last = windows[-1]
-    merged = BenchResult(last.protocol, last.model, last.concurrency, 0, 0, 0.0, percentiles([]), 0, 0,
-                         last.wire_bytes_sent, last.wire_bytes_received, compression=last.compression,
-                         request_rate=last.request_rate, distribution=last.distribution)
+    merged = BenchResult(
+        last.protocol,
+        last.model,
+        last.concurrency,
+        0,
+        0,
+        0.0,
+        percentiles([]),
+        0,
+        0,
+        last.wire_bytes_sent,
+        last.wire_bytes_received,
+        compression=last.compression,
+        request_rate=last.request_rate,
+        distribution=last.distribution,
+    )
     for w in windows:
         merged.requests += w.requests
         merged.errors += w.errors
@@ -125,20 +140,27 @@ def run_stable(
         if wire is not None:
             # every answered call of the merged windows, warm-ups included (the scope of request_bytes): each
             # carried the same request, so the payload total divided by one call's payload counts them
-            answered = round(merged.request_bytes / wire.request_bytes) if wire.request_bytes else \
-                len(merged.latencies_ms)
+            answered = (
+                round(merged.request_bytes / wire.request_bytes)
+                if wire.request_bytes
+                else len(merged.latencies_ms)
+            )
             opened = min(concurrency, answered)
             merged.wire, merged.wire_counted = wire, WIRE_SEPARATE_PASS
             merged.wire_bytes_sent = round(opened * wire.first_sent + (answered - opened) * wire.sent)
-            merged.wire_bytes_received = round(opened * wire.first_received + (answered - opened) * wire.received)
+            merged.wire_bytes_received = round(
+                opened * wire.first_received + (answered - opened) * wire.received
+            )
     summary = [{"throughput_rps": w.throughput_rps, "mean_latency_ms": w.mean_latency_ms} for w in windows]
     return merged, Stability(stable, summary, window_spread(tail))
 
 
 def _within(w: BenchResult, group: list[BenchResult]) -> bool:
     """perf_analyzer's check: every window within STABILITY_PCT of the group's mean, throughput and latency."""
-    for value, values in ((w.throughput_rps, [g.throughput_rps for g in group]),
-                          (w.mean_latency_ms or 0.0, [g.mean_latency_ms or 0.0 for g in group])):
+    for value, values in (
+        (w.throughput_rps, [g.throughput_rps for g in group]),
+        (w.mean_latency_ms or 0.0, [g.mean_latency_ms or 0.0 for g in group]),
+    ):
         mean = float(np.mean(values))
         if mean <= 0 or abs(value - mean) / mean * 100 > STABILITY_PCT:
             return False

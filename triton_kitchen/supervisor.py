@@ -107,7 +107,9 @@ class ServerSupervisor:
         """Run :meth:`_restart` in a background thread unless one runs already (the caller holds the lock)."""
         if self.restarting:
             return
-        self._restarter = threading.Thread(target=self._restart, args=(force,), name="triton-kitchen", daemon=True)
+        self._restarter = threading.Thread(
+            target=self._restart, args=(force,), name="triton-kitchen", daemon=True
+        )
         self._restarter.start()
 
     def _restart(self, force: bool) -> None:
@@ -140,9 +142,7 @@ class ServerSupervisor:
         self.wait(self.restart_timeout + 10)
         return self._server
 
-    def adopt(
-        self, server: Supervised | None, factory: Callable[[], Supervised] | None = None
-    ) -> Snapshot:
+    def adopt(self, server: Supervised | None, factory: Callable[[], Supervised] | None = None) -> Snapshot:
         """Supervise ``server`` (already started) from now on; with None, forget the server so that the next
         :meth:`start_async` makes one with ``factory`` (or the current factory). Waits for a running restart
         first. Returns what was replaced, for :meth:`restore`."""

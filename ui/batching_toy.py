@@ -10,7 +10,9 @@ from triton_kitchen import calibration, catalog, sim_figures, simulator
 from ui import errors, state
 from ui.i18n import lang, t
 
-ILLUSTRATIVE = simulator.ServiceModel({1: 10.0, 8: 24.0}, outside_ms=2.0, client_parallelism=1, outside_jitter=0.5)
+ILLUSTRATIVE = simulator.ServiceModel(
+    {1: 10.0, 8: 24.0}, outside_ms=2.0, client_parallelism=1, outside_jitter=0.5
+)
 CASES = {
     "off": simulator.BatcherConfig(dynamic_batching=False),
     "on": simulator.BatcherConfig(),
@@ -31,7 +33,9 @@ def _in_x(ms: float) -> str:
 def _guide() -> None:
     st.caption(t("toy.guide_note"))
     labels = {c: t(f"toy.case_{c}") for c in CASES}  # bound now: format_func may run outside the script run
-    case = st.radio(t("toy.case"), list(CASES), format_func=labels.__getitem__, horizontal=True, key="toy_case")
+    case = st.radio(
+        t("toy.case"), list(CASES), format_func=labels.__getitem__, horizontal=True, key="toy_case"
+    )
     result = simulator.simulate_arrivals(CASES[case], simulator.GUIDE_SERVICE, simulator.GUIDE_ARRIVALS)
     makespan = max(r.end_ms for r in result.requests)
     st.metric(t("toy.makespan"), _in_x(makespan), help=t("toy.makespan_help"))
@@ -60,8 +64,9 @@ def _calibrate_button() -> None:
 
 def _stream() -> None:
     labels = {True: t("toy.closed"), False: t("toy.open")}
-    closed = st.radio(t("toy.arrivals"), [True, False], horizontal=True, key="toy_closed",
-                      format_func=labels.__getitem__)
+    closed = st.radio(
+        t("toy.arrivals"), [True, False], horizontal=True, key="toy_closed", format_func=labels.__getitem__
+    )
     c1, c2, c3 = st.columns(3)
     if closed:
         concurrency = c1.slider(t("toy.concurrency"), 1, 16, 8, key="toy_c")
@@ -72,17 +77,28 @@ def _stream() -> None:
     delay = c2.slider(t("toy.delay"), 0, 20_000, 0, step=500, key="toy_delay")
     instances = c3.slider(t("toy.instances"), 1, 4, 1, key="toy_instances")
     c4, c5 = st.columns([2, 1])
-    preferred = c4.multiselect(t("toy.preferred"), list(range(1, 9)), default=[], key="toy_preferred",
-                               placeholder=t("widget.choose"))
+    preferred = c4.multiselect(
+        t("toy.preferred"), list(range(1, 9)), default=[], key="toy_preferred", placeholder=t("widget.choose")
+    )
     on = c5.toggle(t("toy.batching_on"), value=True, key="toy_on")
-    config = simulator.BatcherConfig(dynamic_batching=on, preferred_batch_sizes=tuple(sorted(preferred)),
-                                     max_queue_delay_us=int(delay), instances=int(instances))
+    config = simulator.BatcherConfig(
+        dynamic_batching=on,
+        preferred_batch_sizes=tuple(sorted(preferred)),
+        max_queue_delay_us=int(delay),
+        instances=int(instances),
+    )
     service, calibrated = _service()
     key = "toy.service_calibrated" if calibrated else "toy.service_illustrative"
     st.caption(t(key, one=service.service_ms(1), eight=service.service_ms(8), outside=service.outside_ms))
     _calibrate_button()
-    res = simulator.simulate(config, service, concurrency=concurrency, rate_rps=rate, requests=STREAM_REQUESTS,
-                             distribution="poisson" if rate else "constant")
+    res = simulator.simulate(
+        config,
+        service,
+        concurrency=concurrency,
+        rate_rps=rate,
+        requests=STREAM_REQUESTS,
+        distribution="poisson" if rate else "constant",
+    )
     s = res.summary
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(t("toy.throughput"), f"{s['throughput_rps']:,.0f} req/s")
@@ -95,9 +111,18 @@ def _stream() -> None:
     st.plotly_chart(sim_figures.timeline(res, lang(), until_ms=window), width="stretch", key="toy_stream_fig")
     st.caption(t("toy.timeline_caption", ms=window))
     if concurrency:
-        st.info(t("toy.queueing", queue=s["queue_ms"], compute=s["compute_ms"], outside=s["outside_ms"],
-                  rps=s["throughput_rps"], c=concurrency, cycle=concurrency / s["throughput_rps"] * 1000),
-                icon="🧮")
+        st.info(
+            t(
+                "toy.queueing",
+                queue=s["queue_ms"],
+                compute=s["compute_ms"],
+                outside=s["outside_ms"],
+                rps=s["throughput_rps"],
+                c=concurrency,
+                cycle=concurrency / s["throughput_rps"] * 1000,
+            ),
+            icon="🧮",
+        )
 
 
 @st.fragment  # slider moves rerun only the toy
@@ -105,7 +130,9 @@ def render() -> None:
     st.subheader(t("toy.title"))
     st.caption(t("toy.caption"))
     labels = {m: t(f"toy.mode_{m}") for m in ("guide", "stream")}
-    mode = st.radio(t("toy.mode"), list(labels), horizontal=True, key="toy_mode", format_func=labels.__getitem__)
+    mode = st.radio(
+        t("toy.mode"), list(labels), horizontal=True, key="toy_mode", format_func=labels.__getitem__
+    )
     if mode == "guide":
         _guide()
     else:

@@ -31,18 +31,25 @@ def prediction_table(off, on, calibration_error=None) -> None:
     rows = []
     for name, r in (("off", off), ("on", on)):
         p = r.prediction
-        rows.append({
-            t("why.col_setting"): t(f"lab_batching.series_{name}"),
-            t("why.col_rps_measured"): r.throughput_rps,
-            t("why.col_rps_simulated"): p["throughput_rps"],
-            t("why.col_p50_measured"): r.latency_ms["p50"],
-            t("why.col_p50_simulated"): p["latency_ms"]["p50"],
-            t("why.col_batch_measured"): r.mean_batch_size,
-            t("why.col_batch_simulated"): p["mean_batch"],
-        })
+        rows.append(
+            {
+                t("why.col_setting"): t(f"lab_batching.series_{name}"),
+                t("why.col_rps_measured"): r.throughput_rps,
+                t("why.col_rps_simulated"): p["throughput_rps"],
+                t("why.col_p50_measured"): r.latency_ms["p50"],
+                t("why.col_p50_simulated"): p["latency_ms"]["p50"],
+                t("why.col_batch_measured"): r.mean_batch_size,
+                t("why.col_batch_simulated"): p["mean_batch"],
+            }
+        )
     tables.show(rows, decimals={t("why.col_batch_measured"): 2, t("why.col_batch_simulated"): 2})
-    fig = sim_figures.histograms({t("why.series_measured"): on.batch_histogram,
-                                  t("why.series_simulated"): on.prediction["batch_histogram"]}, lang())
+    fig = sim_figures.histograms(
+        {
+            t("why.series_measured"): on.batch_histogram,
+            t("why.series_simulated"): on.prediction["batch_histogram"],
+        },
+        lang(),
+    )
     st.plotly_chart(fig, width="stretch", key="why_hist")
     st.caption(t("why.predicted_caption"))
 
@@ -63,23 +70,48 @@ def why_lines(label: str, s: dict | None, law: dict | None, mean: float | None, 
     if s and s.get("requests"):
         inside = s.get("request_ms") or 0.0
         compute = (s["compute_input_ms"] or 0) + (s["compute_infer_ms"] or 0) + (s["compute_output_ms"] or 0)
-        st.caption(t("why.split", setting=label, queue=s["queue_ms"] or 0.0, compute=compute, inside=inside,
-                     mean=mean or 0.0, outside=max(0.0, (mean or 0.0) - inside)))
+        st.caption(
+            t(
+                "why.split",
+                setting=label,
+                queue=s["queue_ms"] or 0.0,
+                compute=compute,
+                inside=inside,
+                mean=mean or 0.0,
+                outside=max(0.0, (mean or 0.0) - inside),
+            )
+        )
         steps = s.get("per_model") or {}
         if steps:
-            parts = [t("why.step", model=m, queue=v["queue_ms"] or 0.0, compute=v["compute_infer_ms"] or 0.0,
-                       batch=(v["inferences"] / v["executions"]) if v.get("executions") else 0.0)
-                     for m, v in steps.items()]
+            parts = [
+                t(
+                    "why.step",
+                    model=m,
+                    queue=v["queue_ms"] or 0.0,
+                    compute=v["compute_infer_ms"] or 0.0,
+                    batch=(v["inferences"] / v["executions"]) if v.get("executions") else 0.0,
+                )
+                for m, v in steps.items()
+            ]
             st.caption(t("why.per_step", steps="; ".join(parts)))
     if law and "in_flight" in law:
         gap = law["gap"] * 100
         key = "why.little_ok" if abs(gap) <= 10 else "why.little_off"
-        st.caption(t(key, c=law["in_flight"], rps=rps, predicted=law["predicted_latency_ms"],
-                     measured=law["measured_mean_latency_ms"], gap=gap))
+        st.caption(
+            t(
+                key,
+                c=law["in_flight"],
+                rps=rps,
+                predicted=law["predicted_latency_ms"],
+                measured=law["measured_mean_latency_ms"],
+                gap=gap,
+            )
+        )
 
 
-def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capacity: float | None,
-                         cal=None) -> None:
+def offered_load_section(
+    ep: Endpoint, settings: batching.BatchingSettings, capacity: float | None, cal=None
+) -> None:
     """Open-loop points at fractions of the measured capacity: throughput follows the offered rate until the
     knee, where latency climbs."""
     st.subheader(t("why.load_title"))
@@ -98,8 +130,12 @@ def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capa
             bar.progress(min(1.0, (i + p.fraction) / n), text=t("why.load_progress", i=i + 1, n=n))
 
         try:
-            points = state.lab_run(16, lambda: batching.offered_load(
-                ep, settings, rates, duration_s=2.0, stop=stop, progress=progress, calibration=cal))
+            points = state.lab_run(
+                16,
+                lambda: batching.offered_load(
+                    ep, settings, rates, duration_s=2.0, stop=stop, progress=progress, calibration=cal
+                ),
+            )
             if points is not state.BUSY:
                 st.session_state[LOAD_KEY] = points
         except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
@@ -110,17 +146,45 @@ def offered_load_section(ep: Endpoint, settings: batching.BatchingSettings, capa
     fig = go.Figure()
     x = [p.offered_rps for p in points]
     for q, dash in (("p50", None), ("p99", "dot")):
-        fig.add_trace(go.Scatter(x=x, y=[p.latency_ms[q] for p in points], mode="lines+markers",
-                                 name=t("why.series_measured_q", q=q), line=dict(color="#2171b5", dash=dash)))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[p.latency_ms[q] for p in points],
+                mode="lines+markers",
+                name=t("why.series_measured_q", q=q),
+                line=dict(color="#2171b5", dash=dash),
+            )
+        )
         if points[0].simulated:
-            fig.add_trace(go.Scatter(x=x, y=[p.simulated["latency_ms"][q] for p in points], mode="lines+markers",
-                                     name=t("why.series_simulated_q", q=q), line=dict(color="#f39c12", dash=dash)))
-    fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=t("why.offered_axis"),
-                      yaxis_title=t("why.latency_axis"), yaxis_type="log")
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=[p.simulated["latency_ms"][q] for p in points],
+                    mode="lines+markers",
+                    name=t("why.series_simulated_q", q=q),
+                    line=dict(color="#f39c12", dash=dash),
+                )
+            )
+    fig.update_layout(
+        height=320,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=t("why.offered_axis"),
+        yaxis_title=t("why.latency_axis"),
+        yaxis_type="log",
+    )
     st.plotly_chart(fig, width="stretch", key="why_load_fig")
-    tables.show([{t("why.col_offered"): p.offered_rps, t("why.col_rps_measured"): p.throughput_rps,
-                  t("why.col_p50_measured"): p.latency_ms["p50"], t("why.col_p99_measured"): p.latency_ms["p99"],
-                  t("why.col_late"): p.late} for p in points])
+    tables.show(
+        [
+            {
+                t("why.col_offered"): p.offered_rps,
+                t("why.col_rps_measured"): p.throughput_rps,
+                t("why.col_p50_measured"): p.latency_ms["p50"],
+                t("why.col_p99_measured"): p.latency_ms["p99"],
+                t("why.col_late"): p.late,
+            }
+            for p in points
+        ]
+    )
     st.caption(t("why.load_caption"))
 
 

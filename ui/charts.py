@@ -8,16 +8,31 @@ import streamlit as st
 from ui.state import t
 
 
-def token_arrivals(runs, names: list[str] | None = None, show_tokens: bool = False, height: int = 260,
-                   colors: list[str] | None = None, key: str | None = None) -> None:
+def token_arrivals(
+    runs,
+    names: list[str] | None = None,
+    show_tokens: bool = False,
+    height: int = 260,
+    colors: list[str] | None = None,
+    key: str | None = None,
+) -> None:
     """When each streamed token arrived (one step line per run): ``runs`` are
     :class:`triton_kitchen.protocols.streaming.StreamRun` (``tokens``, ``arrivals_ms``)."""
-    st.plotly_chart(token_figure(runs, names, show_tokens, height, colors), width="stretch",
-                    config={"displayModeBar": False}, key=key)
+    st.plotly_chart(
+        token_figure(runs, names, show_tokens, height, colors),
+        width="stretch",
+        config={"displayModeBar": False},
+        key=key,
+    )
 
 
-def token_figure(runs, names: list[str] | None = None, show_tokens: bool = False, height: int = 260,
-                 colors: list[str] | None = None) -> go.Figure:
+def token_figure(
+    runs,
+    names: list[str] | None = None,
+    show_tokens: bool = False,
+    height: int = 260,
+    colors: list[str] | None = None,
+) -> go.Figure:
     """The figure of :func:`token_arrivals`. The y axis reaches a word above the last token, so the last
     word's label (drawn above its point) stays inside the plot."""
     fig = go.Figure()

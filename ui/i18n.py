@@ -95,4 +95,6 @@ def _on_this_machine() -> bool:
         ip = st.context.ip_address
     except Exception:  # noqa: BLE001 - outside a session (bare script): the person running it
         return True
-    return not isinstance(ip, str)  # None for localhost; AppTest, which has no client, gives no address either
+    return not isinstance(
+        ip, str
+    )  # None for localhost; AppTest, which has no client, gives no address either

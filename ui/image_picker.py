@@ -29,8 +29,9 @@ def pick_image(key: str) -> bytes | None:
     data: bytes | None = None
     if source == "sample":
         labels = {t(f"image.sample_{n}"): n for n in SAMPLE_PHOTOS}
-        choice = st.selectbox(t("image.sample"), options=list(labels), key=f"{key}_sample",
-                              placeholder=t("widget.choose"))
+        choice = st.selectbox(
+            t("image.sample"), options=list(labels), key=f"{key}_sample", placeholder=t("widget.choose")
+        )
         name = labels.get(choice, SAMPLE_PHOTOS[0])
         data = sample_jpeg(name)  # cached for the whole process
     elif source == "upload":

@@ -24,10 +24,29 @@ from ui.errors import show_error
 from ui.i18n import t
 
 __all__ = [
-    "AUTO_RESTART_ENV", "BUSY", "Busy", "DEAD_PROBE_TTL_S", "PROBE_TIMEOUT_S", "RESTART_TIMEOUT_S",
-    "auto_restart", "embedded_error", "embedded_state", "endpoint", "lab_run", "probe", "raw_endpoint",
-    "remote_urls", "restart_embedded", "say_if_stopped_by_death", "say_no_server", "server_mode",
-    "server_watch", "status", "supervisor", "use_embedded", "use_remote",
+    "AUTO_RESTART_ENV",
+    "BUSY",
+    "Busy",
+    "DEAD_PROBE_TTL_S",
+    "PROBE_TIMEOUT_S",
+    "RESTART_TIMEOUT_S",
+    "auto_restart",
+    "embedded_error",
+    "embedded_state",
+    "endpoint",
+    "lab_run",
+    "probe",
+    "raw_endpoint",
+    "remote_urls",
+    "restart_embedded",
+    "say_if_stopped_by_death",
+    "say_no_server",
+    "server_mode",
+    "server_watch",
+    "status",
+    "supervisor",
+    "use_embedded",
+    "use_remote",
 ]
 
 PROBE_TIMEOUT_S = 1.0  # a remote server that has not answered by then is reported as unreachable
@@ -89,7 +108,9 @@ def server_mode() -> str:
 def remote_urls() -> tuple[str, str]:
     if _REMOTE_KEY not in st.session_state:
         env = Endpoint.from_env()
-        st.session_state[_REMOTE_KEY] = (env.http_url, env.grpc_url) if env else ("localhost:8000", "localhost:8001")
+        st.session_state[_REMOTE_KEY] = (
+            (env.http_url, env.grpc_url) if env else ("localhost:8000", "localhost:8001")
+        )
     return st.session_state[_REMOTE_KEY]
 
 

@@ -72,7 +72,9 @@ def _server_choice() -> None:
         t("sidebar.server_mode"),
         options,
         index=options.index(mode),
-        format_func={m: t(f"sidebar.mode_{m}") for m in options}.get,  # labels made now, in this session's language
+        format_func={
+            m: t(f"sidebar.mode_{m}") for m in options
+        }.get,  # labels made now, in this session's language
         horizontal=True,
         key="tk_mode_radio",
     )
@@ -101,7 +103,9 @@ def _status(status: ServerStatus | None) -> None:
                     st.code(str(err)[-3000:], language=None, wrap_lines=True)
         return  # the poller above says stopped / restarting
     if not status.up:
-        st.error(t("sidebar.status_down_at", url=status.url) if status.url else t("server.empty_url"), icon="🔴")
+        st.error(
+            t("sidebar.status_down_at", url=status.url) if status.url else t("server.empty_url"), icon="🔴"
+        )
         st.caption(t("sidebar.status_down_help"))
         return
     ready = sum(1 for m in status.models if m.ready)
@@ -214,8 +218,15 @@ def _embedded_details(embedded) -> None:
     if embedded.running:
         moved = moved_ports(embedded)
         if moved:  # not a grey caption: the lessons' localhost:8000 now reaches something else
-            st.warning(t("sidebar.ports_moved", wanted=", ".join(str(w) for w, _ in moved.values()),
-                         http=embedded.http_url, grpc=embedded.grpc_url), icon="⚠️")
+            st.warning(
+                t(
+                    "sidebar.ports_moved",
+                    wanted=", ".join(str(w) for w, _ in moved.values()),
+                    http=embedded.http_url,
+                    grpc=embedded.grpc_url,
+                ),
+                icon="⚠️",
+            )
         else:
             st.caption(t("sidebar.embedded_at", http=embedded.http_url, grpc=embedded.grpc_url))
     log = st.expander(t("sidebar.log"), key="tk_log_open", on_change="rerun")

@@ -115,7 +115,10 @@ def repository_browser() -> None:
     names = [e.name for e in entries]
     current = state.selected_model()
     chosen = st.selectbox(
-        t("repo.pick"), names, index=names.index(current) if current in names else 0, key="ch1_model",
+        t("repo.pick"),
+        names,
+        index=names.index(current) if current in names else 0,
+        key="ch1_model",
         placeholder=t("widget.choose"),
     )
     if chosen != current:
@@ -153,6 +156,9 @@ render_lesson(
         "kitchen": order_a_meal,
         "repository": repository_browser,
         "config": other_repository,
-        "batching": lambda: (batching_toy.render(), page_link("views/lab_batching.py", "ch1.to_batching_lab")),
+        "batching": lambda: (
+            batching_toy.render(),
+            page_link("views/lab_batching.py", "ch1.to_batching_lab"),
+        ),
     },
 )

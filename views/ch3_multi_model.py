@@ -119,7 +119,10 @@ def memory() -> None:
                 t("ch3.per_request", b=batch), format="%.2f MB", min_value=0.0, max_value=top
             ),
             "mb_n": st.column_config.ProgressColumn(
-                t("ch3.per_in_flight", n=in_flight), format="%.1f MB", min_value=0.0, max_value=top * in_flight
+                t("ch3.per_in_flight", n=in_flight),
+                format="%.1f MB",
+                min_value=0.0,
+                max_value=top * in_flight,
             ),
         },
         hide_index=True,

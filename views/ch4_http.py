@@ -70,9 +70,14 @@ def request_viewer() -> None:
     c1, c2 = st.columns(2)  # two numbers: metrics, no chart library to load
     c1.metric(t("ch4.size_binary"), f"{binary.wire_size:,} B", help=t("ch4.bytes_axis"))
     if plain is not None:
-        c2.metric(t("ch4.size_json"), f"{plain.wire_size:,} B",
-                  f"× {plain.wire_size / max(1, binary.wire_size):.1f}", delta_color="off", delta_arrow="off",
-                  help=t("ch4.bytes_axis"))
+        c2.metric(
+            t("ch4.size_json"),
+            f"{plain.wire_size:,} B",
+            f"× {plain.wire_size / max(1, binary.wire_size):.1f}",
+            delta_color="off",
+            delta_arrow="off",
+            help=t("ch4.bytes_axis"),
+        )
     if plain is not None:
         st.caption(t("ch4.ratio", ratio=plain.body_size / max(1, binary.body_size)))
     else:

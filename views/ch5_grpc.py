@@ -35,7 +35,10 @@ def message_viewer() -> None:
     c2.metric(t("ch5.tensor_bytes"), f"{view.tensor_bytes:,}")
     c3.metric(t("ch5.envelope_bytes"), f"{view.envelope_bytes:,}")
     tables.show([{t(f"ch5.col.{k}"): v for k, v in row.items()} for row in view.fields])
-    envelope = {t("ch5.grpc_message"): view.envelope_bytes, t("ch5.http_body"): http.body_size - http.tensor_bytes}
+    envelope = {
+        t("ch5.grpc_message"): view.envelope_bytes,
+        t("ch5.http_body"): http.body_size - http.tensor_bytes,
+    }
     st.dataframe(  # bars inside the table: the page opens without loading a chart library
         [
             {"": k, t("ch5.tensor_bytes"): tensor, t("ch5.envelope_bytes"): env}
@@ -45,7 +48,7 @@ def message_viewer() -> None:
             t("ch5.tensor_bytes"): st.column_config.NumberColumn(format="%,d B"),
             t("ch5.envelope_bytes"): st.column_config.ProgressColumn(
                 format="%,d B", min_value=0, max_value=max(envelope.values()) or 1
-            )
+            ),
         },
         hide_index=True,
         width="stretch",
@@ -72,9 +75,7 @@ def streaming() -> None:
     run = st.session_state.get("ch5_stream_run")
     if run and run.tokens:
         token_arrivals([run], show_tokens=True)
-        st.caption(
-            t("ch5.stream_caption", n=len(run.tokens), first=run.ttft_ms or 0, total=run.total_ms)
-        )
+        st.caption(t("ch5.stream_caption", n=len(run.tokens), first=run.ttft_ms or 0, total=run.total_ms))
 
 
 render_lesson(5, live={"modelinfer": message_viewer, "streaming": streaming})

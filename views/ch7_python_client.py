@@ -19,8 +19,10 @@ def demo() -> None:
     use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo")
     image = pick_image("ch7") if use_photo else None
     labels = {t(f"ch7.mistake_{m}"): m for m in MISTAKES}
-    mistake = labels.get(st.selectbox(t("ch7.mistake"), list(labels), key="ch7_mistake",
-                                      placeholder=t("widget.choose")), "none")
+    mistake = labels.get(
+        st.selectbox(t("ch7.mistake"), list(labels), key="ch7_mistake", placeholder=t("widget.choose")),
+        "none",
+    )
     if st.button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
         st.session_state["ch7_runs"] = [run_tutorial(ep, p, image, mistake) for p in ("http", "grpc")]
     runs = st.session_state.get("ch7_runs")
@@ -32,8 +34,13 @@ def demo() -> None:
             st.markdown(f"#### {state.protocol_label(run.protocol)} · `{run.url}`")
             st.caption(t("ch7.sent", name=run.input_name, dtype=run.datatype, shape=run.shape))
             if run.ok:
-                st.metric(t("ch7.top1"), run.label, t("ch7.prob", p=run.top_prob * 100), delta_color="off",
-                          delta_arrow="off")
+                st.metric(
+                    t("ch7.top1"),
+                    run.label,
+                    t("ch7.prob", p=run.top_prob * 100),
+                    delta_color="off",
+                    delta_arrow="off",
+                )
                 st.write(t("ch7.result", shape=run.output_shape, argmax=run.argmax, total=run.prob_sum))
                 st.caption(t("ch7.took", ms=run.ms))
             else:

@@ -25,10 +25,17 @@ if not ep.headers:
     st.info(t("lab_batching.remote_note"))
 
 c1, c2, c3 = st.columns(3)
-delay = c1.slider(t("lab_batching.delay"), 0, 20_000, 2000, step=500, key="batch_delay",
-                  help=t("lab_batching.delay_help"))
-preferred = c2.multiselect(t("lab_batching.preferred"), list(range(1, 9)), default=[], key="batch_preferred",
-                           help=t("lab_batching.preferred_help"), placeholder=t("lab_batching.preferred_none"))
+delay = c1.slider(
+    t("lab_batching.delay"), 0, 20_000, 2000, step=500, key="batch_delay", help=t("lab_batching.delay_help")
+)
+preferred = c2.multiselect(
+    t("lab_batching.preferred"),
+    list(range(1, 9)),
+    default=[],
+    key="batch_preferred",
+    help=t("lab_batching.preferred_help"),
+    placeholder=t("lab_batching.preferred_none"),
+)
 instances = c3.slider(t("lab_batching.instances"), 1, batching.MAX_INSTANCES, 1, key="batch_instances")
 c4, c5 = st.columns(2)
 concurrency = c4.slider(t("lab_batching.concurrency"), 1, bench.MAX_CONCURRENCY, 8, key="batch_c")
@@ -36,7 +43,9 @@ duration = c5.slider(t("lab_batching.duration"), 1, 15, 3, key="batch_d")
 st.caption(t("lab_batching.shared_note"))
 
 run = st.button(t("lab_batching.run"), type="primary", key="batch_run")
-st.button(t("lab_batching.stop"), key="batch_stop")  # any click reruns the page: the run stops, config restored
+st.button(
+    t("lab_batching.stop"), key="batch_stop"
+)  # any click reruns the page: the run stops, config restored
 if run:
     bar = st.progress(0.0)
 
@@ -48,9 +57,18 @@ if run:
     stop = threading.Event()
     watch = state.server_watch(stop)  # a dead server ends the run at once
     try:
-        result = state.lab_run(int(concurrency), lambda: batching.compare_batching(
-            ep, settings, int(concurrency), float(duration), stop=stop,
-            progress=lambda n, p: (watch(), progress(n, p)), calibrate=True))
+        result = state.lab_run(
+            int(concurrency),
+            lambda: batching.compare_batching(
+                ep,
+                settings,
+                int(concurrency),
+                float(duration),
+                stop=stop,
+                progress=lambda n, p: (watch(), progress(n, p)),
+                calibrate=True,
+            ),
+        )
         if result is not state.BUSY:
             st.session_state["batch_result"] = result
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
@@ -74,8 +92,13 @@ if result and result.get("on") and result.get("off"):
     m1.metric(t("lab_batching.rps_off"), f"{off.throughput_rps:,.1f}")
     m2.metric(t("lab_batching.rps_on"), f"{on.throughput_rps:,.1f}")
     m3.metric(t("lab_batching.ratio"), f"×{ratio:.2f}" if ratio else "—")
-    m4.metric(t("lab_batching.p99"), t("lab_batching.ms", ms=on.latency_ms["p99"] or 0),
-              t("lab_batching.p99_off", ms=off.latency_ms["p99"] or 0), delta_color="off", delta_arrow="off")
+    m4.metric(
+        t("lab_batching.p99"),
+        t("lab_batching.ms", ms=on.latency_ms["p99"] or 0),
+        t("lab_batching.p99_off", ms=off.latency_ms["p99"] or 0),
+        delta_color="off",
+        delta_arrow="off",
+    )
     if ratio is not None and ratio < 1:
         if ep.embedded:
             st.info(t("lab_batching.slower_cpu", ratio=ratio, cores=os.cpu_count() or 1), icon="💡")
@@ -83,38 +106,79 @@ if result and result.get("on") and result.get("off"):
             st.info(t("lab_batching.slower_remote", ratio=ratio), icon="💡")
     fig = go.Figure()
     for name, r in (("off", off), ("on", on)):
-        fig.add_trace(go.Bar(x=list(r.batch_histogram), y=list(r.batch_histogram.values()),
-                             name=t(f"lab_batching.series_{name}")))
-    fig.update_layout(barmode="group", height=320, xaxis_title=t("lab_batching.batch_size"),
-                      yaxis_title=t("lab_batching.executions"), xaxis=dict(dtick=1),
-                      margin=dict(l=10, r=10, t=10, b=10))
+        fig.add_trace(
+            go.Bar(
+                x=list(r.batch_histogram),
+                y=list(r.batch_histogram.values()),
+                name=t(f"lab_batching.series_{name}"),
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=320,
+        xaxis_title=t("lab_batching.batch_size"),
+        yaxis_title=t("lab_batching.executions"),
+        xaxis=dict(dtick=1),
+        margin=dict(l=10, r=10, t=10, b=10),
+    )
     st.plotly_chart(fig, width="stretch", key="batch_hist")
-    st.caption(t("lab_batching.hist_caption", c=result["concurrency"], s=result["duration_s"], w=batching.WARMUP_S,
-                 off_images=off.images, on_images=on.images, off_requests=off.requests, on_requests=on.requests))
-    tables.show([{
-        t("lab_batching.col_setting"): _setting(r.settings),
-        t("lab_batching.col_rps"): r.throughput_rps,
-        t("lab_batching.col_p50"): r.latency_ms["p50"],
-        t("lab_batching.col_p99"): r.latency_ms["p99"],
-        t("lab_batching.col_mean_batch"): r.mean_batch_size,
-        t("lab_batching.col_requests"): r.requests,
-        t("lab_batching.col_errors"): r.errors,
-    } for r in (off, on)], decimals={t("lab_batching.col_mean_batch"): 2})
+    st.caption(
+        t(
+            "lab_batching.hist_caption",
+            c=result["concurrency"],
+            s=result["duration_s"],
+            w=batching.WARMUP_S,
+            off_images=off.images,
+            on_images=on.images,
+            off_requests=off.requests,
+            on_requests=on.requests,
+        )
+    )
+    tables.show(
+        [
+            {
+                t("lab_batching.col_setting"): _setting(r.settings),
+                t("lab_batching.col_rps"): r.throughput_rps,
+                t("lab_batching.col_p50"): r.latency_ms["p50"],
+                t("lab_batching.col_p99"): r.latency_ms["p99"],
+                t("lab_batching.col_mean_batch"): r.mean_batch_size,
+                t("lab_batching.col_requests"): r.requests,
+                t("lab_batching.col_errors"): r.errors,
+            }
+            for r in (off, on)
+        ],
+        decimals={t("lab_batching.col_mean_batch"): 2},
+    )
     for name, r in (("off", off), ("on", on)):
         batching_why.server_split(name, r)
     batching_why.prediction_table(off, on, result.get("calibration_error"))
     rows = [r.to_dict() for r in (off, on)]
     cal = result.get("calibration")
-    st.download_button(t("lab_batching.download_json"), json.dumps({**result, "off": rows[0], "on": rows[1],
-                                                                    "calibration": cal.to_json() if cal else None,
-                                                                    "calibration_error": None},
-                                                                    indent=2, default=str),
-                       "batching.json", "application/json", key="batch_json")
+    st.download_button(
+        t("lab_batching.download_json"),
+        json.dumps(
+            {
+                **result,
+                "off": rows[0],
+                "on": rows[1],
+                "calibration": cal.to_json() if cal else None,
+                "calibration_error": None,
+            },
+            indent=2,
+            default=str,
+        ),
+        "batching.json",
+        "application/json",
+        key="batch_json",
+    )
 
 st.divider()
 measured_on = result.get("on") if result else None  # the knee is measured at the settings the comparison ran
-batching_why.offered_load_section(ep, measured_on.settings if measured_on else None,
-                                  measured_on.throughput_rps if measured_on else None,
-                                  result.get("calibration") if result else None)
+batching_why.offered_load_section(
+    ep,
+    measured_on.settings if measured_on else None,
+    measured_on.throughput_rps if measured_on else None,
+    result.get("calibration") if result else None,
+)
 st.divider()
 batching_why.metrics_panel(ep)

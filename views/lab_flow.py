@@ -33,10 +33,16 @@ def _recorded() -> dict:
 names = _ensembles()
 default = state.selected_model() if state.selected_model() in names else names[0]
 c1, c2, c3 = st.columns([2, 1, 2])
-model = c1.selectbox(t("lab_flow.model"), names, index=names.index(default), key="flow_model",
-                     placeholder=t("widget.choose"))
-protocol = c2.radio(t("lab_flow.protocol"), ["grpc", "http"], horizontal=True, key="flow_protocol",
-                    format_func=state.protocol_labeller())
+model = c1.selectbox(
+    t("lab_flow.model"), names, index=names.index(default), key="flow_model", placeholder=t("widget.choose")
+)
+protocol = c2.radio(
+    t("lab_flow.protocol"),
+    ["grpc", "http"],
+    horizontal=True,
+    key="flow_protocol",
+    format_func=state.protocol_labeller(),
+)
 pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
 pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
 image = pick_image("flow")
@@ -75,11 +81,16 @@ if run is not None:
     left, right = st.columns([3, 2])
     with left:
         # no plotly toolbar: it covered the chart titles on hover (drag still zooms, a double click resets)
-        st.plotly_chart(flow.animation(run, state.lang(), pacing), key="flow_anim", width="stretch",
-                        config={"displayModeBar": False})
+        st.plotly_chart(
+            flow.animation(run, state.lang(), pacing),
+            key="flow_anim",
+            width="stretch",
+            config={"displayModeBar": False},
+        )
     with right:
-        st.plotly_chart(flow.gantt(run, state.lang()), key="flow_gantt", width="stretch",
-                        config={"displayModeBar": False})
+        st.plotly_chart(
+            flow.gantt(run, state.lang()), key="flow_gantt", width="stretch", config={"displayModeBar": False}
+        )
     st.caption(t(f"lab_flow.source_{run.source}") + (f" — {run.timeline.note}" if run.timeline.note else ""))
 
 st.subheader(t("lab_flow.exp_title"))
@@ -95,7 +106,10 @@ with tabs[0]:
     st.caption(t("lab_flow.exp_chaining_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
         with st.spinner("…"):
-            _kept("exp_chain_result", state.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)))
+            _kept(
+                "exp_chain_result",
+                state.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)),
+            )
     res = st.session_state.get("exp_chain_result")
     if res is not None:
         import plotly.graph_objects as go
@@ -109,7 +123,8 @@ with tabs[0]:
             for mode in ("ensemble", "chain"):
                 rows = [r for r in res.rows if r.mode == mode]
                 fig.add_bar(
-                    x=[state.protocol_label(r.protocol) for r in rows], y=[metric(r) for r in rows],
+                    x=[state.protocol_label(r.protocol) for r in rows],
+                    y=[metric(r) for r in rows],
                     name=t(f"lab_flow.mode_{mode}"),
                 )
             fig.update_layout(title=title, barmode="group", height=320, margin={"t": 40, "b": 10})
@@ -132,8 +147,10 @@ with tabs[1]:
     st.caption(t("lab_flow.exp_parallel_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
         with st.spinner("…"):
-            _kept("exp_par_result", state.lab_run(2, lambda: experiments.parallel_branches(
-                ep, image, repeats=3, budget_s=20)))
+            _kept(
+                "exp_par_result",
+                state.lab_run(2, lambda: experiments.parallel_branches(ep, image, repeats=3, budget_s=20)),
+            )
     res = st.session_state.get("exp_par_result")
     if res is not None:
         d = res.to_dict()
@@ -159,7 +176,10 @@ with tabs[2]:
 
         photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
         with st.spinner("…"):
-            _kept("exp_casc_result", state.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)))
+            _kept(
+                "exp_casc_result",
+                state.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)),
+            )
     rows = st.session_state.get("exp_casc_result")
     if rows:
         tables.show(
@@ -178,7 +198,10 @@ with tabs[3]:
     st.caption(t("lab_flow.exp_batching_help"))
     if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
         with st.spinner("…"):
-            _kept("exp_q_result", state.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)))
+            _kept(
+                "exp_q_result",
+                state.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)),
+            )
     for r in st.session_state.get("exp_q_result") or []:
         st.markdown(
             "- "

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from triton_kitchen.config import ConfigError, ModelEntry, load_repository, read_model_dir
 from triton_kitchen.ensemble.problems import Problem, Repo, _as_repo, _find_io, _step_path
-from triton_kitchen.ensemble.validate import _is_decoupled, validate_model
+from triton_kitchen.ensemble.tensor_nodes import _is_decoupled
+from triton_kitchen.ensemble.validate import validate_model
 from triton_kitchen.tensors import dtype_name, tensor_bytes
 
 
@@ -106,7 +107,9 @@ class Dag:
 
     def nodes(self) -> list[str]:
         """Node ids: ``in:<tensor>`` per ensemble input, the step ids, ``out:<tensor>`` per output."""
-        return [f"in:{t}" for t in self.inputs] + [s.id for s in self.steps] + [f"out:{t}" for t in self.outputs]
+        return (
+            [f"in:{t}" for t in self.inputs] + [s.id for s in self.steps] + [f"out:{t}" for t in self.outputs]
+        )
 
     def edges(self) -> list[tuple[str, str, str]]:
         """(source node, target node, tensor name) for every tensor hop."""
@@ -152,8 +155,10 @@ def _compute_stages(steps: list[DagStep], ens_inputs: list[str]) -> None:
             producer.setdefault(t, s.id)
     available = set(ens_inputs) | set(producer)
     # an ensemble input is ready from the start, even when a step also writes it
-    reads_from = {s.id: {producer[t] for t in s.input_map.values() if t in producer and t not in ens_inputs}
-                  for s in steps}
+    reads_from = {
+        s.id: {producer[t] for t in s.input_map.values() if t in producer and t not in ens_inputs}
+        for s in steps
+    }
     sorter = TopologicalSorter(reads_from)
     try:
         sorter.prepare()
@@ -188,7 +193,9 @@ def build_dag(
     name, repo = _resolve(name, repo)
     entry = repo.get(name)
     if entry is None:
-        raise ConfigError(f"no model '{name}' in the repository", code="unknown_model", params={"model": name})
+        raise ConfigError(
+            f"no model '{name}' in the repository", code="unknown_model", params={"model": name}
+        )
     if entry.error is not None:
         raise entry.error
     if not entry.config.HasField("ensemble_scheduling"):
@@ -250,8 +257,14 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
 
     def touch(t):
         if t not in info:
-            info[t] = {"producer": None, "consumers": [], "type": None, "dims": None, "batched": False,
-                       "src": TypeSource.UNKNOWN}
+            info[t] = {
+                "producer": None,
+                "consumers": [],
+                "type": None,
+                "dims": None,
+                "batched": False,
+                "src": TypeSource.UNKNOWN,
+            }
             order.append(t)
         return info[t]
 
@@ -268,14 +281,18 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
             d["consumers"].append(s.id)
             io = _find_io(scfg, "input", key)
             if io is not None and d["src"] > TypeSource.CONSUMER:
-                d.update(type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.CONSUMER)
+                d.update(
+                    type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.CONSUMER
+                )
         for key, t in sc.output_map.items():
             d = touch(t)
             if d["producer"] is None:
                 d["producer"] = s.id
             io = _find_io(scfg, "output", key)
             if io is not None and d["src"] > TypeSource.PRODUCER:
-                d.update(type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.PRODUCER)
+                d.update(
+                    type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.PRODUCER
+                )
     for io in cfg.output:
         d = touch(io.name)
         d["type"], d["dims"] = _io_info(io)
@@ -287,8 +304,18 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
         d = info[t]
         kind = "input" if t in inputs else "output" if t in outputs else "intermediate"
         nbytes = tensor_bytes(d["type"], d["dims"], 1) if d["type"] and d["dims"] is not None else None
-        tensors.append(DagTensor(t, d["producer"], sorted(set(d["consumers"]), key=d["consumers"].index),
-                                 d["type"], d["dims"], nbytes, kind, d["batched"]))
+        tensors.append(
+            DagTensor(
+                t,
+                d["producer"],
+                sorted(set(d["consumers"]), key=d["consumers"].index),
+                d["type"],
+                d["dims"],
+                nbytes,
+                kind,
+                d["batched"],
+            )
+        )
     return Dag(entry.config_name, inputs, outputs, steps, tensors, cfg.max_batch_size)
 
 
@@ -358,5 +385,13 @@ def _expand(dag: Dag, repo: Repo, stack: tuple) -> Dag:
             if v in all_tensors and all_tensors[v].producer is None:
                 all_tensors[v].producer = s.id
     _compute_stages(new_steps, dag.inputs)
-    return Dag(dag.name, dag.inputs, dag.outputs, new_steps, list(all_tensors.values()), dag.max_batch_size,
-               dag.problems, True)
+    return Dag(
+        dag.name,
+        dag.inputs,
+        dag.outputs,
+        new_steps,
+        list(all_tensors.values()),
+        dag.max_batch_size,
+        dag.problems,
+        True,
+    )

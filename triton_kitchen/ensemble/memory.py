@@ -42,5 +42,11 @@ def inflight_memory(
         per[t.name] = tensor_bytes(t.data_type, t.dims, batch_size if t.batched else 1, wildcard)
     known = sum(v for v in per.values() if v is not None)
     return MemoryEstimate(
-        batch_size, n_in_flight, per, known, known * n_in_flight, sorted(k for k, v in per.items() if v is None), include_io
+        batch_size,
+        n_in_flight,
+        per,
+        known,
+        known * n_in_flight,
+        sorted(k for k, v in per.items() if v is None),
+        include_io,
     )

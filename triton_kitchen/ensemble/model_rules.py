@@ -61,16 +61,33 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
     try:
         cfg = parse_config(data, p)
     except ConfigError as e:
-        return [Problem("error", e.code, e.message, e.params, e.line or 1, e.triton_message, None, str(p),
-                        config_error_msg(e))]
+        return [
+            Problem(
+                "error",
+                e.code,
+                e.message,
+                e.params,
+                e.line or 1,
+                e.triton_message,
+                None,
+                str(p),
+                config_error_msg(e),
+            )
+        ]
     text = data.decode("utf-8", errors="replace")
-    entry = ModelEntry(name=cfg.name or p.stem, path=p.parent, config_path=p, config=cfg, text=text,
-                       locations=locate(text), standalone=True)
+    entry = ModelEntry(
+        name=cfg.name or p.stem,
+        path=p.parent,
+        config_path=p,
+        config=cfg,
+        text=text,
+        locations=locate(text),
+        standalone=True,
+    )
     c = _Collector(entry)
     _check_model(entry, c)
     if cfg.HasField("ensemble_scheduling"):
-        c.warning("no_repository", _m("no_repository"),
-                  line=entry.line("ensemble_scheduling", 0, default=1))
+        c.warning("no_repository", _m("no_repository"), line=entry.line("ensemble_scheduling", 0, default=1))
     return c.items
 
 
@@ -89,7 +106,9 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
                 model=e.name,
             )
         else:
-            c.error(err.code, config_error_msg(err), line=err.line or 1, triton=err.triton_message, **err.params)
+            c.error(
+                err.code, config_error_msg(err), line=err.line or 1, triton=err.triton_message, **err.params
+            )
         return
     cfg = e.config
     name = e.config_name
@@ -192,11 +211,18 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     for kind in ("input", "output") if not is_ens else ():
         for i, io in enumerate(getattr(cfg, kind)):
             line = partial(e.line, kind, i)
-            label = _m("io_unnamed", kind=_m("kind_" + kind), n=i + 1) if not io.name else _m(
-                "io_named", kind=_m("kind_" + kind), name=io.name)
+            label = (
+                _m("io_unnamed", kind=_m("kind_" + kind), n=i + 1)
+                if not io.name
+                else _m("io_named", kind=_m("kind_" + kind), name=io.name)
+            )
             if not io.name:
-                c.error("io_no_name", _m("io_no_name", label=label), line=line,
-                        triton=f"model {kind} must specify 'name' for {name}")
+                c.error(
+                    "io_no_name",
+                    _m("io_no_name", label=label),
+                    line=line,
+                    triton=f"model {kind} must specify 'name' for {name}",
+                )
             elif io.data_type == 0:
                 c.error(
                     "io_no_data_type",
@@ -269,9 +295,21 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
         )
         return False
     forbidden = [
-        ("instance_group", len(cfg.instance_group) != 0, f"instance group should not be specified for ensemble '{name}'"),
-        ("optimization", cfg.HasField("optimization"), f"optimization should not be specified for ensemble '{name}'"),
-        ("model_warmup", len(cfg.model_warmup) != 0, f"model_warmup can not be specified for ensemble '{name}'"),
+        (
+            "instance_group",
+            len(cfg.instance_group) != 0,
+            f"instance group should not be specified for ensemble '{name}'",
+        ),
+        (
+            "optimization",
+            cfg.HasField("optimization"),
+            f"optimization should not be specified for ensemble '{name}'",
+        ),
+        (
+            "model_warmup",
+            len(cfg.model_warmup) != 0,
+            f"model_warmup can not be specified for ensemble '{name}'",
+        ),
     ]
     bad = False
     for fld, present, triton in forbidden:
@@ -309,8 +347,15 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
                     kept = getattr(step, mp).get(key, val)
                     c.warning(
                         "repeated_map_key",
-                        _m("repeated_map_key", step=_step(i, step.model_name), map=mp, map_key=key,
-                           first=seen[key][0], value=val, kept=kept),
+                        _m(
+                            "repeated_map_key",
+                            step=_step(i, step.model_name),
+                            map=mp,
+                            map_key=key,
+                            first=seen[key][0],
+                            value=val,
+                            kept=kept,
+                        ),
                         line=e.line(*_step_path(i), mp, j),
                         step=i,
                         model=step.model_name,
@@ -347,8 +392,12 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
                 if first == i:
                     msg = _m("tensor_written_twice_same", tensor=tensor, step=_step(i, step.model_name))
                 else:
-                    msg = _m("tensor_written_twice", tensor=tensor, first=_step(first, steps[first].model_name),
-                             second=_step(i, step.model_name))
+                    msg = _m(
+                        "tensor_written_twice",
+                        tensor=tensor,
+                        first=_step(first, steps[first].model_name),
+                        second=_step(i, step.model_name),
+                    )
                 c.error(
                     "tensor_written_twice",
                     msg,

@@ -49,8 +49,13 @@ def _step(i: int, model: str | None = None) -> Msg:
     return _m("step", n=i + 1, model=model) if model else _m("step_bare", n=i + 1)
 
 
-_BAD_VALUE_KEYS = {"integer": "cfg_bad_integer", "float": "cfg_bad_float", "boolean": "cfg_bad_boolean",
-                   "enum": "cfg_bad_enum", "range": "cfg_out_of_range"}
+_BAD_VALUE_KEYS = {
+    "integer": "cfg_bad_integer",
+    "float": "cfg_bad_float",
+    "boolean": "cfg_bad_boolean",
+    "enum": "cfg_bad_enum",
+    "range": "cfg_out_of_range",
+}
 
 
 def config_error_msg(err: ConfigError) -> Msg:

@@ -29,7 +29,11 @@ from triton_kitchen.ensemble.problems import (
     _step_path,
     has_errors,
 )
-from triton_kitchen.tensors import dtype_name
+from triton_kitchen.ensemble.tensor_nodes import (
+    _build_tensor_nodes,
+    _decoupled_message,
+    _ensemble_decoupled_label,
+)
 
 
 def validate_repository(path: str | os.PathLike | Repo, config_name: str | None = None) -> list[Problem]:
@@ -42,7 +46,9 @@ def validate_repository(path: str | os.PathLike | Repo, config_name: str | None 
     return out
 
 
-def validate_model(name: str, repo: Repo | str | os.PathLike, with_dependencies: bool = False) -> list[Problem]:
+def validate_model(
+    name: str, repo: Repo | str | os.PathLike, with_dependencies: bool = False
+) -> list[Problem]:
     """Problems of one model of ``repo`` (a step of an ensemble is checked against its config).
 
     With ``with_dependencies`` the step models' own problems (recursively) follow.
@@ -98,7 +104,12 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
             hint = _close(mname, list(repo))
             c.error(
                 "unknown_model",
-                _m("unknown_model", step=_step(i), model=mname, hint=_m("did_you_mean", hint=hint) if hint else None),
+                _m(
+                    "unknown_model",
+                    step=_step(i),
+                    model=mname,
+                    hint=_m("did_you_mean", hint=hint) if hint else None,
+                ),
                 line=line,
                 triton=missing_msg,
                 step=i,
@@ -107,7 +118,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
             )
             continue
         if mname in stack:
-            cyc = list(stack[stack.index(mname):]) + [mname]
+            cyc = list(stack[stack.index(mname) :]) + [mname]
             c.error(
                 "ensemble_cycle",
                 _m("ensemble_cycle", chain=" -> ".join(cyc)),
@@ -176,8 +187,16 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         else:
             c.error(
                 "version_not_available",
-                _m("version_not_available", step=_step(i), version=v, model=s.model_name, served=list(served),
-                   disk=_m("version_on_disk", versions=list(sub.versions)) if sub.versions != served else None),
+                _m(
+                    "version_not_available",
+                    step=_step(i),
+                    version=v,
+                    model=s.model_name,
+                    served=list(served),
+                    disk=_m("version_on_disk", versions=list(sub.versions))
+                    if sub.versions != served
+                    else None,
+                ),
                 line=e.line(*_step_path(i), "model_version", 0),
                 triton=triton,
                 step=i,
@@ -192,16 +211,29 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     def on_error(i, code, triton, mp, map_key, **params):
         s = steps[i]
         line = _map_line(e, i, mp, map_key) if mp else e.line(*_step_path(i))
-        c.error(code, _explain(code, i, s.model_name, params, name), line=line, triton=triton, step=i,
-                model=s.model_name, **params)
+        c.error(
+            code,
+            _explain(code, i, s.model_name, params, name),
+            line=line,
+            triton=triton,
+            step=i,
+            model=s.model_name,
+            **params,
+        )
 
     def on_warning(i, tensor, old, new, mp, key):
         s = steps[i]
         bat, non = (old, new) if old.batching else (new, old)
         c.warning(
             "implicit_batch_dim",
-            _m("implicit_batch_dim", tensor=tensor, batched=bat.model, batched_shape=_dims_str(bat.full),
-               unbatched=non.model, unbatched_shape=_dims_str(non.full)),
+            _m(
+                "implicit_batch_dim",
+                tensor=tensor,
+                batched=bat.model,
+                batched_shape=_dims_str(bat.full),
+                unbatched=non.model,
+                unbatched_shape=_dims_str(non.full),
+            ),
             line=_map_line(e, i, mp, key),
             tensor=tensor,
             step=i,
@@ -217,8 +249,12 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         if scfg.max_batch_size != 0 and scfg.max_batch_size < cfg.max_batch_size:
             c.error(
                 "max_batch_size_too_small",
-                _m("max_batch_size_too_small", step=_step(i, s.model_name), step_max_batch_size=scfg.max_batch_size,
-                   max_batch_size=cfg.max_batch_size),
+                _m(
+                    "max_batch_size_too_small",
+                    step=_step(i, s.model_name),
+                    step_max_batch_size=scfg.max_batch_size,
+                    max_batch_size=cfg.max_batch_size,
+                ),
                 line=e.line(*_step_path(i)),
                 triton=(
                     f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it contains model "
@@ -239,15 +275,38 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     # 4. decoupled steps feeding one step
     _, err = _ensemble_decoupled_label(e, repo, frozenset(stack))
     if err:
-        c.error("decoupled_fan_in", _decoupled_message(e, repo), line=e.line("ensemble_scheduling", 0), triton=err)
+        c.error(
+            "decoupled_fan_in", _decoupled_message(e, repo), line=e.line("ensemble_scheduling", 0), triton=err
+        )
 
 
 _POLL_CODES = {
-    "syntax", "unknown_field", "unknown_enum", "bad_value", "duplicate_field", "oneof_conflict", "unreadable",
-    "no_config", "name_mismatch", "no_backend", "unknown_platform", "ensemble_backend", "negative_max_batch_size",
-    "bad_preferred_batch_size", "scheduling_not_ensemble", "ensemble_forbidden_field", "no_steps",
-    "step_missing_field", "tensor_written_twice", "unused_input", "cycle", "unconnected_tensor",
-    "output_not_written", "unused_tensor", "data_flow", "ensemble_without_steps",
+    "syntax",
+    "unknown_field",
+    "unknown_enum",
+    "bad_value",
+    "duplicate_field",
+    "oneof_conflict",
+    "unreadable",
+    "no_config",
+    "name_mismatch",
+    "no_backend",
+    "unknown_platform",
+    "ensemble_backend",
+    "negative_max_batch_size",
+    "bad_preferred_batch_size",
+    "scheduling_not_ensemble",
+    "ensemble_forbidden_field",
+    "no_steps",
+    "step_missing_field",
+    "tensor_written_twice",
+    "unused_input",
+    "cycle",
+    "unconnected_tensor",
+    "output_not_written",
+    "unused_tensor",
+    "data_flow",
+    "ensemble_without_steps",
 }
 
 
@@ -259,16 +318,30 @@ def _close(word: str, choices: list[str]) -> str | None:
 def _explain(code: str, i: int, model: str, p: dict, ens: str) -> Msg:
     who = _step(i, model)
     if code == "dtype_mismatch":
-        return _m("dtype_mismatch", tensor=p["tensor"], first_model=p["first_model"], first_type=p["first_type"],
-                  second_model=p["second_model"], second_type=p["second_type"], step=who)
+        return _m(
+            "dtype_mismatch",
+            tensor=p["tensor"],
+            first_model=p["first_model"],
+            first_type=p["first_type"],
+            second_model=p["second_model"],
+            second_type=p["second_type"],
+            step=who,
+        )
     if code == "shape_mismatch":
         none = None
         for key, model in (("first_shape", "first_model"), ("second_shape", "second_model")):
             if not [d for d in p[key]] or p[key] == [-1] and p[model] == ens:
                 none = _m("shape_no_dims", model=p[model], tensor=p["tensor"])
-        return _m("shape_mismatch", tensor=p["tensor"], first_shape=_dims_str(p["first_shape"]),
-                  first_model=p["first_model"], second_shape=_dims_str(p["second_shape"]),
-                  second_model=p["second_model"], step=who, none=none)
+        return _m(
+            "shape_mismatch",
+            tensor=p["tensor"],
+            first_shape=_dims_str(p["first_shape"]),
+            first_model=p["first_model"],
+            second_shape=_dims_str(p["second_shape"]),
+            second_model=p["second_model"],
+            step=who,
+            none=none,
+        )
     if code in ("map_to_missing_input", "map_from_missing_output"):
         kind = "input" if code == "map_to_missing_input" else "output"
         names = p[kind + "s"]
@@ -295,7 +368,9 @@ def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
             for key, tensor in mp.items():
                 io = _find_io(scfg, kind, key)
                 if io is not None:
-                    decls[tensor].append((i, s.model_name, list(io.dims), ([-1] if b else []) + list(io.dims)))
+                    decls[tensor].append(
+                        (i, s.model_name, list(io.dims), ([-1] if b else []) + list(io.dims))
+                    )
     for tensor, ds in decls.items():
         for a in range(len(ds)):
             for b in range(a + 1, len(ds)):
@@ -303,8 +378,14 @@ def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
                 if not _compare_dims(d1, d2) and not _compare_dims(f1, f2):
                     c.warning(
                         "hidden_shape_mismatch",
-                        _m("hidden_shape_mismatch", tensor=tensor, first=_step(i, m1), first_shape=_dims_str(f1),
-                           second=_step(j, m2), second_shape=_dims_str(f2)),
+                        _m(
+                            "hidden_shape_mismatch",
+                            tensor=tensor,
+                            first=_step(i, m1),
+                            first_shape=_dims_str(f1),
+                            second=_step(j, m2),
+                            second_shape=_dims_str(f2),
+                        ),
                         line=e.line(*_step_path(j)),
                         tensor=tensor,
                         first_step=i,
@@ -316,201 +397,3 @@ def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
             else:
                 continue
             break
-
-
-def _is_decoupled(name: str, repo: Repo, seen: frozenset = frozenset()) -> bool:
-    entry = repo.get(name)
-    if entry is None or entry.config is None or name in seen:
-        return False
-    cfg = entry.config
-    if cfg.HasField("ensemble_scheduling"):
-        return _ensemble_decoupled_label(entry, repo, seen | {name})[0]
-    return cfg.model_transaction_policy.decoupled
-
-
-class _TNode:
-    __slots__ = ("model", "batching", "dtype", "dims", "full", "decoupled", "label", "visited", "prev", "next", "sibling")
-
-    def __init__(self, model, batching=False, dtype=0, dims=()):
-        self.model = model
-        self.batching = batching
-        self.dtype = dtype
-        self.dims = list(dims)
-        self.full = ([-1] if batching else []) + list(dims)
-        self.decoupled = False
-        self.label = 0
-        self.visited = False
-        self.prev: list[_TNode] = []
-        self.next: list[_TNode] = []
-        self.sibling: _TNode | None = None
-
-
-def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error=None, on_warning=None):
-    """ValidateTensorMapping over all steps; calls on_error(step, code, msg, triton, params)."""
-    cfg = entry.config
-    ens = entry.config_name
-    batching = cfg.max_batch_size > 0
-    nodes: dict[str, _TNode] = {}
-    for io in cfg.input:
-        dims = io.reshape.shape if io.HasField("reshape") else io.dims
-        nodes[io.name] = _TNode(ens, batching, io.data_type, dims)
-    sink = _TNode(ens)
-    for io in cfg.output:
-        dims = io.reshape.shape if io.HasField("reshape") else io.dims
-        n = nodes.setdefault(io.name, _TNode(ens, batching, io.data_type, dims))
-        sink.prev.append(n)
-        n.next.append(sink)
-
-    def consistent(tensor, old: _TNode, new: _TNode, i, key, mp):
-        if old.dtype != new.dtype:
-            msg = (
-                f"in ensemble {ens}, ensemble tensor {tensor}: inconsistent data type: {dtype_name(old.dtype)} is "
-                f"inferred from model {old.model} while {dtype_name(new.dtype)} is inferred from model {new.model}"
-            )
-            if on_error:
-                on_error(i, "dtype_mismatch", msg, mp, key, tensor=tensor, first_model=old.model,
-                         first_type=dtype_name(old.dtype), second_model=new.model, second_type=dtype_name(new.dtype))
-            return False
-        if not _compare_dims(old.dims, new.dims) and not _compare_dims(old.full, new.full):
-            msg = (
-                f"in ensemble {ens}, ensemble tensor {tensor}: inconsistent shape: {_dims_str(old.full)} is inferred "
-                f"from model {old.model} while {_dims_str(new.full)} is inferred from model {new.model}"
-            )
-            if on_error:
-                on_error(i, "shape_mismatch", msg, mp, key, tensor=tensor, first_model=old.model,
-                         first_shape=old.full, second_model=new.model, second_shape=new.full)
-            return False
-        if (
-            on_warning
-            and old.batching != new.batching
-            and _compare_dims(old.dims, new.dims)
-            and not _compare_dims(old.full, new.full)
-        ):
-            on_warning(i, tensor, old, new, mp, key)
-        return True
-
-    def unknown_keys(i: int, mapping, names: set[str], code: str, field: str, names_key: str, message) -> bool:
-        """Report every key of an input_map/output_map that names no tensor of the step's model (Triton's
-        message, its wording per map); True when there was one."""
-        bad = False
-        for key, tensor in mapping.items():
-            if key not in names:
-                if on_error:
-                    on_error(i, code, message(tensor, key), field, key, tensor=tensor, key=key,
-                             **{names_key: sorted(names)})
-                bad = True
-        return bad
-
-    for i, step in enumerate(cfg.ensemble_scheduling.step):
-        scfg = repo[step.model_name].config if step.model_name in repo else None
-        if scfg is None:
-            continue
-        sb = scfg.max_batch_size > 0
-        mid = step.model_name
-        in_names = {io.name for io in scfg.input}
-        if unknown_keys(i, step.input_map, in_names, "map_to_missing_input", "input_map", "inputs",
-                        lambda tensor, key, mid=mid: f"in ensemble {ens}, ensemble tensor {tensor} is mapping to "
-                                            f"non-existing input {key} in model {mid}"):
-            continue
-        bad = False
-        for io in scfg.input:
-            if io.name in step.input_map:
-                tensor = step.input_map[io.name]
-                new = _TNode(mid, sb, io.data_type, io.dims)
-                if tensor in nodes:
-                    if not consistent(tensor, nodes[tensor], new, i, io.name, "input_map"):
-                        bad = True
-                else:
-                    nodes[tensor] = new
-            elif not io.optional:
-                if on_error:
-                    on_error(i, "unmapped_input",
-                             f"in ensemble {ens}, input {io.name} in model {mid} is not mapped to any ensemble tensors",
-                             None, None, input=io.name)
-                bad = True
-        if bad:
-            continue
-        out_names = {io.name for io in scfg.output}
-        if unknown_keys(i, step.output_map, out_names, "map_from_missing_output", "output_map", "outputs",
-                        lambda tensor, key, mid=mid: f"in ensemble {ens}, ensemble tensor {tensor} is mapped from "
-                                            f"non-existing output {key} in model {mid}"):
-            continue
-        sibling = _TNode(mid)
-        for io in scfg.output:
-            for key, tensor in step.output_map.items():
-                if key != io.name:
-                    continue
-                new = _TNode(mid, sb, io.data_type, io.dims)
-                if tensor in nodes:
-                    if not consistent(tensor, nodes[tensor], new, i, key, "output_map"):
-                        bad = True
-                        continue
-                else:
-                    nodes[tensor] = new
-                nodes[tensor].sibling = sibling
-        if bad:
-            continue
-        dec = _is_decoupled(step.model_name, repo, seen)
-        for tensor in step.output_map.values():
-            n = nodes.get(tensor)
-            if n is None:
-                continue
-            n.decoupled = dec
-            for t_in in step.input_map.values():
-                p = nodes.get(t_in)
-                if p is not None:
-                    n.prev.append(p)
-                    p.next.append(n)
-    return nodes
-
-
-def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) -> tuple[bool, str | None]:
-    """(is the ensemble decoupled, Triton's decoupled error or None) — the BFS of ValidateEnsembleConfig."""
-    nodes = _build_tensor_nodes(entry, repo, seen)
-    label = 0
-    queue = deque()
-    for io in entry.config.input:
-        n = nodes.get(io.name)
-        if n is None:
-            continue
-        n.visited = True
-        queue.append(n)
-    while queue:
-        cur = queue[0]
-        for nxt in cur.next:
-            if nxt.visited:
-                continue
-            if all(p.visited for p in nxt.prev):
-                prev_label = nxt.prev[0].label
-                for p in nxt.prev:
-                    if p.label != prev_label:
-                        return label != 0, (
-                            f"in ensemble {entry.config_name}, step of model '{nxt.model}' receives inputs "
-                            "originated from different decoupled models"
-                        )
-                if nxt.sibling is not None:
-                    if nxt.sibling.visited:
-                        nxt.label = nxt.sibling.label
-                    else:
-                        if nxt.decoupled:
-                            label += 1
-                            nxt.label = label
-                        else:
-                            nxt.label = prev_label
-                        nxt.sibling.label = nxt.label
-                        nxt.sibling.visited = True
-                else:
-                    if nxt.decoupled:
-                        label += 1
-                        nxt.label = label
-                    else:
-                        nxt.label = prev_label
-                nxt.visited = True
-                queue.append(nxt)
-        queue.popleft()
-    return label != 0, None
-
-
-def _decoupled_message(e: ModelEntry, repo: Repo) -> Msg:
-    names = sorted({s.model_name for s in e.config.ensemble_scheduling.step if _is_decoupled(s.model_name, repo)})
-    return _m("decoupled_fan_in", models=names)

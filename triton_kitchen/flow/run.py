@@ -1,7 +1,7 @@
 """One request through an ensemble, live or recorded: :class:`FlowRun`, :func:`send`, :func:`send_config`.
 
-    run = flow.send(endpoint, "tta_ensemble", image=jpeg)   # live: traced (embedded) or statistics (remote)
-    run = flow.recorded()[0]                                # offline: a real trace shipped with the app
+run = flow.send(endpoint, "tta_ensemble", image=jpeg)   # live: traced (embedded) or statistics (remote)
+run = flow.recorded()[0]                                # offline: a real trace shipped with the app
 """
 
 from __future__ import annotations
@@ -163,7 +163,9 @@ def send_config(
         raise FlowError("bad_config", str(exc)) from exc
     if cfg.platform != "ensemble" or cfg.backend:
         # Only an ensemble may be loaded from user text: it runs nothing but models already on the server.
-        raise FlowError("not_ensemble", "only an ensemble config (platform: \"ensemble\", no backend) can be animated")
+        raise FlowError(
+            "not_ensemble", 'only an ensemble config (platform: "ensemble", no backend) can be animated'
+        )
     # the name becomes a folder: only safe characters (a "../" in it must not write outside the temp dir)
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", cfg.name or "edited")[:40]
     name = f"{EDITED_PREFIX}{safe}_{secrets.token_hex(3)}"

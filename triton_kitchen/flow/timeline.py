@@ -200,8 +200,6 @@ def caption(run: FlowRun, fr: Frame, hop_list: list[Hop], lang: str) -> str:
     return f"{ms:7.3f} ms · " + " · ".join(parts)
 
 
-
-
 def _protocol_name(protocol: str | None, lang: str) -> str:
     """ "grpc" -> "gRPC", "http" -> "HTTP" (the UI strings' [protocol] table)."""
     name = _t(f"protocol.{protocol or '?'}", lang)

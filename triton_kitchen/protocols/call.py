@@ -123,7 +123,9 @@ class Caller:
         self._grpc_request = None
         # http-json: BYTES that are not UTF-8 (a JPEG) cannot be a JSON string; they go binary.
         self.binary_inputs = (
-            [n for n, a in arrays.items() if a.dtype == object and _not_utf8(a)] if protocol == "http-json" else []
+            [n for n, a in arrays.items() if a.dtype == object and _not_utf8(a)]
+            if protocol == "http-json"
+            else []
         )
 
     # HTTP ----------------------------------------------------------------------------------------------
@@ -135,11 +137,15 @@ class Caller:
             t = httpclient.InferInput(name, list(array.shape), array_wire_name(array))
             t.set_data_from_numpy(array, binary_data=binary or name in self.binary_inputs)
             inputs.append(t)
-        outputs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in self.output_names or []] or None
+        outputs = [
+            httpclient.InferRequestedOutput(n, binary_data=binary) for n in self.output_names or []
+        ] or None
         body, json_size = httpclient.InferenceServerClient.generate_request_body(inputs, outputs)
         if not binary and outputs is None:
             body, json_size = _json_outputs(body, json_size)
-        headers = {"Content-Type": "application/octet-stream" if json_size is not None else "application/json"}
+        headers = {
+            "Content-Type": "application/octet-stream" if json_size is not None else "application/json"
+        }
         if json_size is not None:
             headers["Inference-Header-Content-Length"] = str(json_size)
         if self.compression == "gzip":
@@ -166,7 +172,9 @@ class Caller:
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             kind = "timeout" if isinstance(exc, TimeoutError) else "connection"
-            raise ProtocolError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, kind) from exc
+            raise ProtocolError(
+                f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, kind
+            ) from exc
         ms = (time.perf_counter() - t0) * 1000
         if resp.status != 200:
             text = gzip.decompress(raw) if resp.getheader("Content-Encoding") == "gzip" else raw
@@ -180,7 +188,9 @@ class Caller:
             raw, False, int(header_length) if header_length else None, resp.getheader("Content-Encoding")
         )
         outputs = {o["name"]: result.as_numpy(o["name"]) for o in result.get_response().get("outputs", [])}
-        return CallResult(self.protocol, self.model, outputs, ms, len(body), len(raw), list(self.binary_inputs))
+        return CallResult(
+            self.protocol, self.model, outputs, ms, len(body), len(raw), list(self.binary_inputs)
+        )
 
     # gRPC ----------------------------------------------------------------------------------------------
     def grpc_request(self) -> tuple[list, list | None]:
@@ -196,8 +206,17 @@ class Caller:
         """The ModelInferRequest protobuf, built by tritonclient's own request builder."""
         inputs, outputs = self.grpc_request()
         return grpc_utils._get_inference_request(
-            model_name=self.model, inputs=inputs, model_version="", request_id="", outputs=outputs,
-            sequence_id=0, sequence_start=False, sequence_end=False, priority=0, timeout=None, parameters=None,
+            model_name=self.model,
+            inputs=inputs,
+            model_version="",
+            request_id="",
+            outputs=outputs,
+            sequence_id=0,
+            sequence_start=False,
+            sequence_end=False,
+            priority=0,
+            timeout=None,
+            parameters=None,
         )
 
     def grpc_request_bytes(self) -> int:
@@ -215,7 +234,9 @@ class Caller:
         try:
             # what InferenceServerClient.infer does after building the request (see the module docstring)
             response = self._grpc._client_stub.ModelInfer(
-                request=request, metadata=self._grpc._get_metadata(None), timeout=timeout,
+                request=request,
+                metadata=self._grpc._get_metadata(None),
+                timeout=timeout,
                 compression=grpc_utils._grpc_compression_type(self.compression),
             )
         except grpc.RpcError as rpc_error:
@@ -258,7 +279,9 @@ def _json_outputs(body: bytes, json_size: int | None) -> tuple[bytes, int | None
     return head + rest, (len(head) if json_size is not None else None)
 
 
-def call_once(endpoint: Endpoint, protocol: str, model: str, arrays: dict[str, np.ndarray], **kwargs) -> CallResult:
+def call_once(
+    endpoint: Endpoint, protocol: str, model: str, arrays: dict[str, np.ndarray], **kwargs
+) -> CallResult:
     caller = Caller(endpoint, protocol, model, arrays, **kwargs)
     try:
         return caller.call()

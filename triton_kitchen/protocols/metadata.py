@@ -39,7 +39,9 @@ def protocol_error(exc: kserve.KServeError) -> ProtocolError:
     return ProtocolError(exc.detail or str(exc), _KSERVE_KINDS.get(exc.code, "server"))
 
 
-def model_info(endpoint: Endpoint, model: str, protocol: str = "http-binary", timeout: float = DEFAULT_TIMEOUT_S) -> ModelInfo:
+def model_info(
+    endpoint: Endpoint, model: str, protocol: str = "http-binary", timeout: float = DEFAULT_TIMEOUT_S
+) -> ModelInfo:
     """Inputs, outputs, ``max_batch_size`` and decoupled-ness of ``model``, asked over ``protocol``."""
     if check_protocol(protocol) == "grpc":
         client = grpcclient.InferenceServerClient(endpoint.grpc_url)
@@ -92,14 +94,18 @@ def synthesize_inputs(
             continue
         shape = [d if d > 0 else 1 for d in t.shape]
         if t.datatype == "BYTES":
-            wants_image = image is not None and any(k in t.name.lower() for k in ("image", "img", "bytes", "jpeg"))
+            wants_image = image is not None and any(
+                k in t.name.lower() for k in ("image", "img", "bytes", "jpeg")
+            )
             value = image if wants_image else text.encode()
             arrays[t.name] = np.full(shape, value, dtype=object)
         elif t.datatype == "BOOL":
             arrays[t.name] = rng.integers(0, 2, size=shape).astype(bool)
         elif t.datatype.startswith(("FP", "BF")):
             if image is not None and t.datatype == "FP32" and shape[-3:] == [3, 224, 224]:
-                arrays[t.name] = np.broadcast_to(image_tensor(image).reshape([1] * (len(shape) - 3) + [3, 224, 224]), shape).copy()
+                arrays[t.name] = np.broadcast_to(
+                    image_tensor(image).reshape([1] * (len(shape) - 3) + [3, 224, 224]), shape
+                ).copy()
             else:
                 dtype = np.float32 if t.datatype == "BF16" else triton_to_np_dtype(t.datatype)
                 arrays[t.name] = rng.standard_normal(size=shape).astype(dtype)
@@ -108,9 +114,13 @@ def synthesize_inputs(
     return arrays
 
 
-def sample_inputs(endpoint: Endpoint, model: str, protocol: str = "http-binary", image: bytes | None = None,
-                  timeout: float = DEFAULT_TIMEOUT_S) -> tuple[ModelInfo, dict[str, np.ndarray]]:
+def sample_inputs(
+    endpoint: Endpoint,
+    model: str,
+    protocol: str = "http-binary",
+    image: bytes | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> tuple[ModelInfo, dict[str, np.ndarray]]:
     """Model metadata and one request for ``model``: the sample photo for image models, else synthesized."""
     info = model_info(endpoint, model, protocol, timeout)
     return info, synthesize_inputs(info, image=image if image is not None else sample_jpeg())
-

@@ -69,8 +69,13 @@ def _token_text(value) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def stream_grpc(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
-                timeout_s: float = DEFAULT_STREAM_TIMEOUT_S, model: str = STREAM_MODEL) -> StreamRun:
+def stream_grpc(
+    endpoint: Endpoint,
+    text: str,
+    delay_ms: int = DEFAULT_DELAY_MS,
+    timeout_s: float = DEFAULT_STREAM_TIMEOUT_S,
+    model: str = STREAM_MODEL,
+) -> StreamRun:
     """Stream ``text`` through the decoupled model over gRPC ``ModelStreamInfer`` (one request, many
     responses)."""
     run = StreamRun(GRPC_STREAM)
@@ -82,8 +87,10 @@ def stream_grpc(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
     delay_in.set_data_from_numpy(np.array([delay_ms], dtype=np.int32))
     t0 = time.perf_counter()
     try:
-        client.start_stream(callback=lambda result, error: events.put((time.perf_counter(), result, error)),
-                            stream_timeout=timeout_s)
+        client.start_stream(
+            callback=lambda result, error: events.put((time.perf_counter(), result, error)),
+            stream_timeout=timeout_s,
+        )
         t0 = time.perf_counter()  # arrivals count from the request, not from opening the stream
         client.async_stream_infer(model, [text_in, delay_in], enable_empty_final_response=True)
         deadline = t0 + timeout_s
@@ -124,8 +131,13 @@ def sse_events(lines: Iterable[bytes]) -> Iterator[dict]:
             yield json.loads(line[5:])
 
 
-def stream_sse(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
-               timeout_s: float = DEFAULT_STREAM_TIMEOUT_S, model: str = STREAM_MODEL) -> StreamRun:
+def stream_sse(
+    endpoint: Endpoint,
+    text: str,
+    delay_ms: int = DEFAULT_DELAY_MS,
+    timeout_s: float = DEFAULT_STREAM_TIMEOUT_S,
+    model: str = STREAM_MODEL,
+) -> StreamRun:
     """Stream ``text`` through the decoupled model over HTTP Server-Sent Events (``generate_stream``)."""
     run = StreamRun(HTTP_SSE)
     host, port = split_host_port(endpoint.http_url)
@@ -145,8 +157,12 @@ def stream_sse(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
         run.error = f"timed out after {timeout_s:g} s"
 
     try:
-        conn.request("POST", f"/v2/models/{model}/generate_stream", body=body,
-                     headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+        conn.request(
+            "POST",
+            f"/v2/models/{model}/generate_stream",
+            body=body,
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        )
         resp = conn.getresponse()
         if resp.status != 200:
             run.error = f"HTTP {resp.status}: {resp.read()[:300].decode(errors='replace')}"
@@ -167,7 +183,11 @@ def stream_sse(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
     return run
 
 
-def compare_streaming(endpoint: Endpoint, text: str, delay_ms: int = DEFAULT_DELAY_MS,
-                      timeout_s: float = DEFAULT_STREAM_TIMEOUT_S) -> list[StreamRun]:
+def compare_streaming(
+    endpoint: Endpoint,
+    text: str,
+    delay_ms: int = DEFAULT_DELAY_MS,
+    timeout_s: float = DEFAULT_STREAM_TIMEOUT_S,
+) -> list[StreamRun]:
     """The same text streamed over gRPC and over SSE; the tokens should be the same."""
     return [stream_grpc(endpoint, text, delay_ms, timeout_s), stream_sse(endpoint, text, delay_ms, timeout_s)]

@@ -156,8 +156,15 @@ def measure_protocol(
     steady-state figure averages the following ``calls`` on the open connection."""
     target = endpoint.grpc_url if protocol == "grpc" else endpoint.http_url
     with CountingProxy(target) as proxy:
-        caller = Caller(endpoint, protocol, model, arrays, compression=compression, timeout_s=timeout_s,
-                        address=proxy.address)
+        caller = Caller(
+            endpoint,
+            protocol,
+            model,
+            arrays,
+            compression=compression,
+            timeout_s=timeout_s,
+            address=proxy.address,
+        )
         try:
             first = caller.call()
             time.sleep(0.02)  # let late frames (WINDOW_UPDATE, PING acks) arrive before counting
@@ -169,15 +176,25 @@ def measure_protocol(
             caller.close()
     last = results[-1] if results else first
     return ProtocolMeasurement(
-        protocol=protocol, model=model, compression=compression, calls=calls,
-        request_bytes=last.request_bytes, response_bytes=last.response_bytes,
-        wire_sent_per_call=(s1 - s0) / max(calls, 1), wire_received_per_call=(r1 - r0) / max(calls, 1),
-        wire_first_call_sent=s0, wire_first_call_received=r0,
-        latency_ms=[r.latency_ms for r in [first, *results]], binary_inputs=last.binary_inputs, outputs=last.outputs,
+        protocol=protocol,
+        model=model,
+        compression=compression,
+        calls=calls,
+        request_bytes=last.request_bytes,
+        response_bytes=last.response_bytes,
+        wire_sent_per_call=(s1 - s0) / max(calls, 1),
+        wire_received_per_call=(r1 - r0) / max(calls, 1),
+        wire_first_call_sent=s0,
+        wire_first_call_received=r0,
+        latency_ms=[r.latency_ms for r in [first, *results]],
+        binary_inputs=last.binary_inputs,
+        outputs=last.outputs,
     )
 
 
-def outputs_agree(a: dict[str, np.ndarray], b: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+def outputs_agree(
+    a: dict[str, np.ndarray], b: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6
+) -> bool:
     """Same output names and values (numbers within float32 round-off of a JSON round trip)."""
     if set(a) != set(b):
         return False
@@ -253,4 +270,3 @@ def json_inflation(arrays: dict[str, np.ndarray]) -> float:
     j = Caller(dummy, "http-json", "m", arrays).encode_http()[0]
     b = Caller(dummy, "http-binary", "m", arrays).encode_http()[0]
     return len(j) / len(b)
-

@@ -161,4 +161,3 @@ def _tree_ids(node: StepTrace) -> set[int]:
     for c in node.children:
         ids |= _tree_ids(c)
     return ids
-

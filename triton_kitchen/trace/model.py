@@ -271,7 +271,6 @@ class RequestTimeline:
         )
 
 
-
 def overlap_ns(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
     """Total time intervals of ``a`` and ``b`` run at once (each list's intervals assumed disjoint)."""
     total = 0

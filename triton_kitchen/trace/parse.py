@@ -77,7 +77,6 @@ def trace_files(base: Path | str) -> list[Path]:
     return ([base] if base.exists() else []) + files
 
 
-
 # -- matching trace executions to ensemble steps -------------------------------------------------
 def assign_steps(
     timeline: RequestTimeline, step_models: Sequence[str], preds: Sequence[Sequence[int]]
@@ -107,4 +106,3 @@ def assign_steps(
         best = min(candidates, key=ready)
         child.step = best
         done[best] = child
-
