@@ -94,6 +94,23 @@ def markdown(rows: list[dict], bytes_rows: list[dict], checks: list[dict], meta:
                 f"| {c['model']} | {c['protocol']} | {c['concurrency']} | {c['engine_rps']:.1f} | "
                 f"{c['perf_analyzer_rps']:.1f} | {c['difference'] * 100:+.1f}% | {'yes' if c['agree'] else 'NO'} |"
             )
+        lines += [
+            "",
+            "## The server's own split of a request (ms), as each tool read it",
+            "",
+            "The engine reads Triton's statistics API over its windows; perf_analyzer prints the same split from its",
+            "own. Same server, same settings, alternating slices.",
+            "",
+            "| model | protocol | concurrency | tool | queue | compute input | compute infer | compute output |",
+            "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for c in checks:
+            for tool, split in (c.get("server") or {}).items():
+                cells = " | ".join(
+                    "—" if split.get(k) is None else f"{split[k]:.2f}"
+                    for k in ("queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms")
+                )
+                lines.append(f"| {c['model']} | {c['protocol']} | {c['concurrency']} | {tool} | {cells} |")
     return "\n".join(lines) + "\n"
 
 

@@ -347,6 +347,11 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
     assert abs(best["difference"]) <= tolerance, [
         (c["engine_rps"], c["perf_analyzer_rps"], c["rounds"]) for c in checks
     ]
+    # the server's own split, as both tools read it: both saw the ensemble's requests compute
+    split = best["server"]
+    for tool in ("engine", "perf_analyzer"):
+        assert set(split[tool]) == {"queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms"}
+        assert split[tool]["compute_infer_ms"] > 0, (tool, split)
     with pytest.raises(B.PerfAnalyzerError):
         B.run_perf_analyzer(server.endpoint, "ensemble_pipeline", "http-json", 1, {})
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +106,16 @@ class PerfAnalyzerResult:
     command: list[str]
     window_s: float = 0.0  # the measured windows together
     engine: str = "perf_analyzer (C++)"
+    server: dict[str, float] = field(default_factory=dict)  # its own server-side split, ms per request
+
+
+# perf_analyzer's CSV columns (microseconds per request) -> the keys of bench's server breakdown
+PA_SERVER_COLUMNS = {
+    "Server Queue": "queue_ms",
+    "Server Compute Input": "compute_input_ms",
+    "Server Compute Infer": "compute_infer_ms",
+    "Server Compute Output": "compute_output_ms",
+}
 
 
 def run_perf_analyzer(
@@ -191,6 +201,7 @@ def run_perf_analyzer(
         row = next(csv.DictReader(report.read_text().splitlines()))
     lat = {q: float(row[f"{q} latency"]) / 1000 for q in ("p50", "p90", "p99") if row.get(f"{q} latency")}
     rps = float(row["Inferences/Second"])
+    server = {key: float(row[col]) / 1000 for col, key in PA_SERVER_COLUMNS.items() if row.get(col)}
     return PerfAnalyzerResult(
         protocol,
         model,
@@ -200,7 +211,17 @@ def run_perf_analyzer(
         lat,
         cmd,
         window_s=3 * window_ms / 1000,
+        server=server,
     )
+
+
+def _server_means(splits: list[dict[str, float | None]]) -> dict[str, float | None]:
+    """Per-key mean of several runs' server splits (ms per request); None where no run had the key."""
+    out: dict[str, float | None] = {}
+    for key in PA_SERVER_COLUMNS.values():
+        values = [s[key] for s in splits if s.get(key) is not None]
+        out[key] = float(np.mean(values)) if values else None
+    return out
 
 
 def cross_check(
@@ -279,4 +300,10 @@ def cross_check(
             for a, b in zip(ours, theirs, strict=False)
         ],
         "perf_analyzer_command": " ".join(theirs[-1].command) if theirs else "",
+        # the server's own split of a request's time, as each tool read it (statistics API deltas over our
+        # windows; perf_analyzer's CSV columns over its own): the same server, the same settings
+        "server": {
+            "engine": _server_means([r.server.to_json() for r in ours if r.server is not None]),
+            "perf_analyzer": _server_means([p.server for p in theirs]),
+        },
     }
