@@ -114,5 +114,7 @@ def histograms(series: dict[str, dict[int, int]], lang: str, height: int = 280) 
         xaxis_title=_t("toy.batch_size", lang),
         yaxis_title=_t("toy.share", lang),
         yaxis_tickformat=".0%",
+        legend=dict(orientation="h", x=0, y=1.12),  # above the plot, clear of plotly's toolbar
+        margin_t=30,
     )
     return fig
