@@ -22,6 +22,8 @@ import numpy as np
 
 from triton_kitchen import kserve
 from triton_kitchen.bench import BenchProgress, run_bench
+from triton_kitchen.calibration import CalibrationError, predict
+from triton_kitchen.calibration import calibrate as calibrate_server
 from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.errors import KitchenError
 from triton_kitchen.protocols import image_tensor, sample_jpeg
@@ -388,11 +390,9 @@ def compare_batching(
     calibrated: dict = {}
 
     def calibrate_now() -> None:
-        from triton_kitchen import calibration
-
         try:
-            calibrated["cal"] = calibration.calibrate(endpoint, model, protocol, use_existing=False)
-        except (calibration.CalibrationError, kserve.KServeError) as exc:
+            calibrated["cal"] = calibrate_server(endpoint, model, protocol, use_existing=False)
+        except (CalibrationError, kserve.KServeError) as exc:
             calibrated["error"] = exc
 
     with overridden(endpoint, model) as original:
@@ -405,9 +405,7 @@ def compare_batching(
                 endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model, hook
             )
             if "cal" in calibrated:
-                from triton_kitchen.calibration import predict as simulate_setting
-
-                results[name].prediction = simulate_setting(calibrated["cal"], s, concurrency=concurrency)
+                results[name].prediction = predict(calibrated["cal"], s, concurrency=concurrency)
     off, on = results.get("off"), results.get("on")
     ratio = on.throughput_rps / off.throughput_rps if on and off and off.throughput_rps else None
     p99_ratio = (
@@ -480,8 +478,6 @@ def offered_load(
             )
             sim = None
             if calibration is not None:
-                from triton_kitchen.calibration import predict as simulate_setting
-
-                sim = simulate_setting(calibration, settings, rate_rps=float(rate))
+                sim = predict(calibration, settings, rate_rps=float(rate))
             points.append(LoadPoint(float(rate), r.throughput_rps, r.latency_ms, r.late, r.errors, sim))
     return points

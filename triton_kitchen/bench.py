@@ -420,13 +420,17 @@ def run_bench(
             wire = count_wire_bytes(endpoint, model, protocol, inputs, compression, min(timeout_s, grace_s))
         except ProtocolError:
             return result  # the server stopped answering: wire bytes stay uncounted (None)
-        opened = min(concurrency, answered_ok)  # each worker opened one connection
-        result.wire, result.wire_counted = wire, WIRE_SEPARATE_PASS
-        result.wire_bytes_sent = round(opened * wire.first_sent + (answered_ok - opened) * wire.sent)
-        result.wire_bytes_received = round(
-            opened * wire.first_received + (answered_ok - opened) * wire.received
-        )
+        set_wire_totals(result, wire, answered_ok)
     return result
+
+
+def set_wire_totals(result: BenchResult, wire: WireCount, answered: int) -> None:
+    """Wire totals of ``answered`` calls from the untimed pass's bytes per call: each of the
+    ``result.concurrency`` workers opened one connection (its first call costs more), the rest reused it."""
+    opened = min(result.concurrency, answered)
+    result.wire, result.wire_counted = wire, WIRE_SEPARATE_PASS
+    result.wire_bytes_sent = round(opened * wire.first_sent + (answered - opened) * wire.sent)
+    result.wire_bytes_received = round(opened * wire.first_received + (answered - opened) * wire.received)
 
 
 class _Schedule:

@@ -10,6 +10,7 @@ minus the server's own per-request time in the same window.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,8 +115,6 @@ def _run(
 ) -> _Window:
     """One request at a time for ``duration_s``, after ``warmup`` calls; the statistics snapshots bracket
     exactly the timed calls, so client and server figures cover the same requests."""
-    import time
-
     from triton_kitchen.protocols import Caller, ProtocolError
 
     caller = Caller(endpoint, protocol, model, inputs)

@@ -87,7 +87,6 @@ def _run(endpoint: Endpoint, args: argparse.Namespace) -> dict:
     out = dict(sim.summary)
     out["model"] = args.model
     out["settings"] = dataclasses.asdict(config)
-    out["calibration"] = {int(k): v for k, v in sorted(cal.batch_ms.items())}
     out["calibration_detail"] = cal.to_json()
     return out
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from triton_kitchen.endpoint import split_host_port
+from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, split_host_port
 from triton_kitchen.errors import KitchenError
 
 # Triton's metric name -> our field
@@ -83,6 +83,13 @@ def parse(text: str) -> ServerMetrics:
                 gpu = out.gpus.setdefault(sample.labels.get("gpu_uuid", "gpu"), {})
                 gpu[GPU_GAUGES[name]] = float(sample.value)
     return out
+
+
+def address_of(endpoint: Endpoint) -> str:
+    """Where ``endpoint``'s metrics are: the embedded server's own port, else the HTTP host on Triton's 8002."""
+    if endpoint.metrics_url:
+        return endpoint.metrics_url
+    return f"{endpoint.http_url.rsplit(':', 1)[0]}:{DEFAULT_PORTS['metrics']}"
 
 
 def scrape(metrics_url: str, timeout: float = 2.0) -> ServerMetrics:

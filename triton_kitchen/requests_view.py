@@ -26,6 +26,7 @@ from tritonclient.grpc import service_pb2
 
 from triton_kitchen.endpoint import Endpoint, split_host_port
 from triton_kitchen.imaging import preprocess_bytes
+from triton_kitchen.protocols.call import infer_request_message
 
 HTTP_HEADER_NAME = "Inference-Header-Content-Length"
 USER_AGENT = "python/gevent-http-client"
@@ -276,29 +277,7 @@ def grpc_request(model: str, inputs: list[Tensor], outputs: list[str]) -> GrpcRe
         inp.set_data_from_numpy(tensor.array)
         infer_inputs.append(inp)
     infer_outputs = [grpcclient.InferRequestedOutput(name) for name in outputs]
-    try:
-        from tritonclient.grpc._utils import _get_inference_request
-
-        message = _get_inference_request(
-            model_name=model,
-            inputs=infer_inputs,
-            model_version="",
-            request_id="",
-            outputs=infer_outputs,
-            sequence_id=0,
-            sequence_start=False,
-            sequence_end=False,
-            priority=0,
-            timeout=None,
-            parameters=None,
-        )
-    except ImportError:  # pragma: no cover - same construction by hand, should the private helper move
-        message = service_pb2.ModelInferRequest(model_name=model)
-        for inp in infer_inputs:
-            message.inputs.extend([inp._get_tensor()])
-            if inp._get_content() is not None:
-                message.raw_input_contents.extend([inp._get_content()])
-        message.outputs.extend([o._get_tensor() for o in infer_outputs])
+    message = infer_request_message(model, infer_inputs, infer_outputs)  # what the lab's Caller sends too
     view = GrpcRequestView(
         model=model, message=message, tensor_bytes=sum(len(r) for r in message.raw_input_contents)
     )

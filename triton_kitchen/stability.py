@@ -14,11 +14,11 @@ import numpy as np
 
 from triton_kitchen import server_stats
 from triton_kitchen.bench import (
-    WIRE_SEPARATE_PASS,
     BenchResult,
     count_wire_bytes,
     percentiles,
     run_bench,
+    set_wire_totals,
 )
 from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.protocols import ProtocolError, sample_inputs
@@ -145,12 +145,7 @@ def run_stable(
                 if wire.request_bytes
                 else len(merged.latencies_ms)
             )
-            opened = min(concurrency, answered)
-            merged.wire, merged.wire_counted = wire, WIRE_SEPARATE_PASS
-            merged.wire_bytes_sent = round(opened * wire.first_sent + (answered - opened) * wire.sent)
-            merged.wire_bytes_received = round(
-                opened * wire.first_received + (answered - opened) * wire.received
-            )
+            set_wire_totals(merged, wire, answered)
     summary = [{"throughput_rps": w.throughput_rps, "mean_latency_ms": w.mean_latency_ms} for w in windows]
     return merged, Stability(stable, summary, window_spread(tail))
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import batching, metrics, sim_figures
-from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
+from triton_kitchen.endpoint import Endpoint
 from ui import errors, state, tables
 from ui.i18n import lang, t
 
@@ -188,21 +188,14 @@ def offered_load_section(
     st.caption(t("why.load_caption"))
 
 
-def _metrics_url(ep: Endpoint) -> str:
-    if ep.metrics_url:
-        return ep.metrics_url
-    host = ep.http_url.rsplit(":", 1)[0]
-    return f"{host}:{DEFAULT_PORTS['metrics']}"
-
-
 @st.fragment(run_every=2.0)
 def metrics_panel(ep: Endpoint) -> None:
     """What Triton's metrics port says now, refreshed every 2 s (measured by the server)."""
     st.markdown(f"**{t('why.metrics_title')}**")
     try:
-        now = metrics.scrape(_metrics_url(ep))
+        now = metrics.scrape(metrics.address_of(ep))
     except metrics.MetricsError as exc:
-        st.caption(t("why.metrics_none", url=_metrics_url(ep), detail=exc.detail))
+        st.caption(t("why.metrics_none", url=metrics.address_of(ep), detail=exc.detail))
         return
     before = st.session_state.get("why_metrics_prev")
     st.session_state["why_metrics_prev"] = now

@@ -143,9 +143,8 @@ def _metrics_now():
     ep = server.endpoint()
     if ep is None:
         return None
-    url = ep.metrics_url or f"{ep.http_url.rsplit(':', 1)[0]}:{DEFAULT_PORTS['metrics']}"
     try:
-        return metrics.scrape(url, timeout=1.0)
+        return metrics.scrape(metrics.address_of(ep), timeout=1.0)
     except metrics.MetricsError:
         return None
 

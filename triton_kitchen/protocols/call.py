@@ -86,6 +86,24 @@ def _grpc_kind(exc: InferenceServerException) -> str:
     return "server"
 
 
+def infer_request_message(model: str, inputs: list, outputs: list | None):
+    """The ModelInferRequest ``tritonclient.grpc``'s ``infer()`` sends for these InferInputs and
+    InferRequestedOutputs, from its own (private) builder: what goes on the wire, byte for byte."""
+    return grpc_utils._get_inference_request(
+        model_name=model,
+        inputs=inputs,
+        model_version="",
+        request_id="",
+        outputs=outputs,
+        sequence_id=0,
+        sequence_start=False,
+        sequence_end=False,
+        priority=0,
+        timeout=None,
+        parameters=None,
+    )
+
+
 class Caller:
     """Calls one model with one protocol, again and again, from one thread.
 
@@ -205,19 +223,7 @@ class Caller:
     def encode_grpc(self):
         """The ModelInferRequest protobuf, built by tritonclient's own request builder."""
         inputs, outputs = self.grpc_request()
-        return grpc_utils._get_inference_request(
-            model_name=self.model,
-            inputs=inputs,
-            model_version="",
-            request_id="",
-            outputs=outputs,
-            sequence_id=0,
-            sequence_start=False,
-            sequence_end=False,
-            priority=0,
-            timeout=None,
-            parameters=None,
-        )
+        return infer_request_message(self.model, inputs, outputs)
 
     def grpc_request_bytes(self) -> int:
         """Size of the serialized ModelInferRequest protobuf. With compression on, gRPC compresses
