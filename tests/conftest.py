@@ -53,6 +53,19 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture
+def embedded(server, monkeypatch):
+    """The app's embedded server is the session's (already started); restored afterwards."""
+    monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
+    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
+    from ui import server as ui_server
+
+    supervisor = ui_server.supervisor()
+    saved = supervisor.adopt(server)
+    yield server
+    supervisor.restore(saved)
+
+
 def _page_urls() -> dict[str, str]:
     """views/<file>.py -> its URL path, from the page table (ui/pages.py)."""
     from ui.pages import PAGES

@@ -10,22 +10,11 @@ from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import batching, lessons
-from ui import server as ui_server
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
-@pytest.fixture
-def lab_on_session_server(server, monkeypatch):
-    monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
-    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
-    sup = ui_server.supervisor()
-    saved = sup.adopt(server)
-    yield server
-    sup.restore(saved)
-
-
-def test_lab_page_in_chinese_before_a_run(lab_on_session_server):
+def test_lab_page_in_chinese_before_a_run(embedded):
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["lang"] = "zh"
     switch_page(at, "views/lab_batching.py")
@@ -41,8 +30,8 @@ def test_lab_page_in_chinese_before_a_run(lab_on_session_server):
     assert served["classifier"] >= 0 and set(served) >= {"classifier", "image_classifier"}
 
 
-def test_lab_shows_why_beside_what(lab_on_session_server):
-    server, lang = lab_on_session_server, "en"
+def test_lab_shows_why_beside_what(embedded):
+    server, lang = embedded, "en"
     original = batching.current_config(server.endpoint)
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params["lang"] = lang

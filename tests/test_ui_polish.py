@@ -40,19 +40,6 @@ def remote(server, monkeypatch):
     return server
 
 
-@pytest.fixture
-def embedded(server, monkeypatch):
-    """The app's embedded server is the session's (already started)."""
-    monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
-    monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
-    from ui import server as ui_server
-
-    supervisor = ui_server.supervisor()
-    saved = supervisor.adopt(server)
-    yield server
-    supervisor.restore(saved)
-
-
 def page(path: str | None, lang: str = "zh", state: dict | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
