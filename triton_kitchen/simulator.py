@@ -48,7 +48,7 @@ class BatcherConfig:
 class ServiceModel:
     """How long an execution takes: ``batch_ms`` per batch size (compute input + infer + output), linear
     between and beyond the sizes given; ``outside_ms``: a request's round trip outside the server (client,
-    network, serialization), half before the server sees it and half after it answers. ``parallelism``:
+    network, serialization), spent by the client before the request reaches the server. ``parallelism``:
     how many executions the machine runs at once at full speed (on a 2-core CPU with a model that uses both
     cores, 1: two instances then share the cores); None means unlimited (one GPU stream per instance, say).
     ``outside_jitter``: real clients never take exactly the same time twice; a seeded spread of that fraction
@@ -100,10 +100,6 @@ class SimRequest:
         return (self.start_ms or 0.0) - self.arrival_ms
 
     @property
-    def server_ms(self) -> float:
-        return (self.end_ms or 0.0) - self.arrival_ms
-
-    @property
     def latency_ms(self) -> float:
         """What the client measures: from beginning the request to having the answer."""
         return (self.end_ms or 0.0) - (self.sent_ms if self.sent_ms is not None else self.arrival_ms)
@@ -133,9 +129,6 @@ class SimResult:
     def measured(self) -> list[SimRequest]:
         done = sorted((r for r in self.requests if r.end_ms is not None), key=lambda r: r.end_ms)
         return done[self.warmup :] or done
-
-    def to_json(self) -> dict:
-        return self.summary
 
 
 def _percentile(values: list[float], q: float) -> float | None:
