@@ -35,7 +35,8 @@ def _batch_table(entry: dict) -> dict[int, dict]:
 
 
 def snapshot(endpoint: Endpoint | str, timeout: float = kserve.DEFAULT_TIMEOUT_S) -> Snapshot:
-    """Every model's statistics now, versions summed; ``batch_stats`` keyed by batch size."""
+    """Every model's statistics now, versions summed (``versions``: each version's inference count); ``batch_stats``
+    keyed by batch size."""
     out: Snapshot = {}
     for entry in kserve.statistics(endpoint, timeout=timeout).get("model_stats", []):
         name = entry.get("name", "")
@@ -43,6 +44,8 @@ def snapshot(endpoint: Endpoint | str, timeout: float = kserve.DEFAULT_TIMEOUT_S
         _add(model["inference_stats"], entry.get("inference_stats", {}))
         for key in ("execution_count", "inference_count"):
             model[key] = model.get(key, 0) + int(entry.get(key, 0))
+        # per version, so that a delta can say which version ran
+        model.setdefault("versions", {})[str(entry.get("version", ""))] = int(entry.get("inference_count", 0))
         for size, b in _batch_table(entry).items():
             _add(model["batch"].setdefault(size, {}), {k: v for k, v in b.items() if k != "batch_size"})
     return out

@@ -1,0 +1,298 @@
+"""``trace``: one request seen from inside an ensemble (triton_kitchen.inside, cli_trace).
+
+The pure parts (the failing step from what ran, pruning from the DAG, fitting a file to an input) run offline;
+the rest against the real embedded server, over both protocols, with and without Triton's trace.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from triton_kitchen import cli, inside, kserve
+from triton_kitchen.ensemble import build_dag
+from triton_kitchen.inside import InsideError, StepReport, decide_failed_step
+from triton_kitchen.protocols import ModelInfo, TensorInfo
+from triton_kitchen.samples import image_tensor
+from triton_kitchen.server import DEFAULT_REPOSITORY
+
+KEYS = {"ok", "error", "failed_step", "steps", "pruned", "outputs"}
+STEP_KEYS = {"model", "version", "ran", "queue_ms", "compute_ms"}
+
+
+def _steps(ran: dict[str, bool], needed=None, scheduled=None) -> list[StepReport]:
+    return [
+        StepReport(sid, sid.split("#")[0], None, r, None, None, needed is None or sid in needed,
+                   None if scheduled is None else sid in scheduled)
+        for sid, r in ran.items()
+    ]  # fmt: skip
+
+
+CHAIN = {"preprocess": [], "classifier": ["preprocess"], "postprocess": ["classifier"]}
+
+
+# -- offline --------------------------------------------------------------------------------------------
+def test_the_step_that_ran_while_its_consumer_did_not_is_the_failing_one():
+    steps = _steps({"preprocess": True, "classifier": True, "postprocess": False})
+    failed, evidence, candidates, _ = decide_failed_step(steps, CHAIN, "in ensemble 'e', boom")
+    assert (failed, evidence, candidates) == ("classifier", ["statistics"], ["classifier"])
+
+
+def test_every_needed_step_ran_so_the_last_one_answered_with_the_error():
+    steps = _steps({"preprocess": True, "classifier": True, "postprocess": True})
+    failed, evidence, _, _ = decide_failed_step(steps, CHAIN, "postprocess: bad logits", traced=True)
+    assert failed == "postprocess" and evidence == ["trace", "statistics", "error_text"]
+
+
+def test_a_step_scheduled_but_never_executed_is_direct_evidence():
+    steps = _steps(
+        {"preprocess": True, "classifier": False, "postprocess": False},
+        scheduled={"preprocess", "classifier"},
+    )
+    failed, evidence, _, _ = decide_failed_step(steps, CHAIN, "shape mismatch", traced=True)
+    assert failed == "classifier" and evidence == ["trace"]
+
+
+def test_a_failure_count_beats_the_structure():
+    steps = _steps({"preprocess": True, "classifier": True, "postprocess": False})
+    failed, evidence, _, _ = decide_failed_step(steps, CHAIN, "x", failed_models={"postprocess"})
+    assert failed == "postprocess" and evidence == ["statistics"]
+
+
+def test_parallel_branches_are_narrowed_by_the_error_text_or_left_undecided():
+    preds = {"pre": [], "a": ["pre"], "b": ["pre"], "fuse": ["a", "b"]}
+    ran = {"pre": True, "a": True, "b": True, "fuse": False}
+    failed, evidence, candidates, notes = decide_failed_step(_steps(ran), preds, "in ensemble 'e', oops")
+    assert failed is None and candidates == ["a", "b"] and "undecided" in notes[-1]
+    failed, evidence, _, _ = decide_failed_step(_steps(ran), preds, "in ensemble 'e', b: oops")
+    assert failed == "b" and evidence[-1] == "error_text"
+
+
+def test_nothing_ran_means_refused_before_the_first_step():
+    steps = _steps({"preprocess": False, "classifier": False, "postprocess": False})
+    failed, _, candidates, notes = decide_failed_step(steps, CHAIN, "unexpected shape")
+    assert failed is None and candidates == [] and "before its first step" in notes[0]
+
+
+def test_model_names_in_error_text_are_whole_names_after_the_ensemble_prefix():
+    text = "in ensemble 'image_classifier', classifier_coarse: failed"
+    assert inside.named_in(text, "classifier_coarse")
+    assert not inside.named_in(text, "classifier") and not inside.named_in(text, "image_classifier")
+
+
+def test_needed_steps_follow_the_requested_outputs():
+    dag = build_dag("cascade_ensemble", DEFAULT_REPOSITORY, validate=False)
+    assert inside.needed_steps(dag, None) == {s.id for s in dag.steps}
+    assert inside.needed_steps(dag, ["stage_used"]) == {
+        "preprocess",
+        "classifier_coarse",
+        "classifier",
+        "cascade_select",
+    }
+
+
+def _info(datatype: str, shape: list[int], batch: int = 8) -> ModelInfo:
+    return ModelInfo("m", [TensorInfo("x", datatype, shape)], [], batch)
+
+
+def test_files_fit_the_input_or_say_why_not(tmp_path):
+    jpeg = tmp_path / "a.jpg"
+    jpeg.write_bytes(b"\xff\xd8 some bytes")
+    arrays = inside.read_inputs([str(jpeg)], _info("BYTES", [-1, 1]))
+    assert arrays["x"].shape == (1, 1) and arrays["x"][0, 0] == b"\xff\xd8 some bytes"
+    good = tmp_path / "t.npy"
+    np.save(good, np.zeros((3, 224, 224), np.float32))
+    assert inside.read_inputs([f"x={good}"], _info("FP32", [-1, 3, 224, 224]))["x"].shape == (1, 3, 224, 224)
+    np.save(tmp_path / "s.npy", np.zeros((3, 100, 100), np.float32))
+    with pytest.raises(InsideError, match=r"holds shape \[3, 100, 100\], input x takes \[-1, 3, 224, 224\]"):
+        inside.read_inputs([str(tmp_path / "s.npy")], _info("FP32", [-1, 3, 224, 224]))
+    np.save(tmp_path / "d.npy", np.zeros((3, 224, 224), np.float64))
+    with pytest.raises(InsideError, match="holds float64, input x takes FP32"):
+        inside.read_inputs([str(tmp_path / "d.npy")], _info("FP32", [-1, 3, 224, 224]))
+    with pytest.raises(InsideError, match="give it a .npy file"):
+        inside.read_inputs([str(jpeg)], _info("FP32", [-1, 3, 224, 224]))
+    with pytest.raises(InsideError, match="cannot read"):
+        inside.read_inputs([str(tmp_path / "missing.jpg")], _info("BYTES", [-1, 1]))
+
+
+# -- live -----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, sample_jpegs):
+    d = tmp_path_factory.mktemp("inside")
+    (d / "cat.jpg").write_bytes(sample_jpegs["chelsea"])
+    (d / "not_an_image.txt").write_bytes(b"these bytes are no image")
+    np.save(d / "cat.npy", image_tensor(sample_jpegs["chelsea"]))
+    np.save(d / "small.npy", np.zeros((3, 100, 100), np.float32))
+    return d
+
+
+def _cli(capsys, *argv) -> tuple[int, dict, str]:
+    rc = cli.main(["trace", *argv, "--json"])
+    out, err = capsys.readouterr()
+    return rc, json.loads(out), err  # exactly one JSON document on stdout
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_good_request_on_the_embedded_server_is_read_from_its_trace(server, sample_jpegs, protocol):
+    arrays = {"image_bytes": np.array([[sample_jpegs["coffee"]]], dtype=object)}
+    report = inside.look_inside(server.endpoint, "tta_ensemble", arrays, protocol=protocol)
+    doc = report.to_json()
+    assert doc["ok"] and doc["failed_step"] is None and doc["pruned"] == [] and KEYS <= set(doc)
+    assert [s["model"] for s in doc["steps"]] == [
+        "preprocess",
+        "classifier",
+        "hflip",
+        "classifier",
+        "fuse_logits",
+        "postprocess",
+    ]
+    assert all(set(s) == STEP_KEYS and s["ran"] and s["version"] == 1 for s in doc["steps"])
+    assert all(s["compute_ms"] > 0 and s["queue_ms"] >= 0 for s in doc["steps"])
+    assert doc["outputs"] == {"top5_labels": [1, 5], "top5_scores": [1, 5]}
+    assert doc["evidence"]["ran"] == "trace"
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_failing_first_step_is_named_from_trace_statistics_and_text(server, protocol):
+    arrays = {"image_bytes": np.array([[b"no image here"]], dtype=object)}
+    report = inside.look_inside(server.endpoint, "image_classifier", arrays, protocol=protocol)
+    assert not report.ok and "not_an_image" in report.error
+    assert report.failed_step == "preprocess"
+    assert report.evidence["failed_step"] == ["trace", "statistics", "error_text"]
+    assert [s.ran for s in report.steps] == [True, False, False]
+    # Triton 2.51 counts the Python step's error response as a success of preprocess: the proof that
+    # "ran" cannot mean "succeeded" (the ensemble alone counts the failure)
+    stats = kserve.statistics(server.endpoint, "preprocess")["model_stats"][0]["inference_stats"]
+    assert stats["success"]["count"] >= 1
+
+
+PASS_PY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("y", pb_utils.get_input_tensor_by_name(r, "x").as_numpy())])
+                for r in requests]
+"""
+REJECT_PY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse(error=pb_utils.TritonError("values refused")) for _ in requests]
+"""
+TINY = {
+    "tk_pass": """name: "tk_pass" backend: "python" max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]""",
+    "tk_reject": """name: "tk_reject" backend: "python" max_batch_size: 8
+input [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "out" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]""",
+    "tk_reject_late": """name: "tk_reject_late" platform: "ensemble" max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "out" data_type: TYPE_FP32 dims: [ 4 ] } ]
+ensemble_scheduling { step [
+  { model_name: "tk_pass" model_version: -1 input_map { key: "x" value: "x" } output_map { key: "y" value: "y" } },
+  { model_name: "tk_reject" model_version: -1 input_map { key: "y" value: "y" } output_map { key: "out" value: "out" } }
+] }""",
+}
+
+
+@pytest.fixture(scope="module")
+def rejecting(server, tmp_path_factory):
+    """A second, tiny real server whose ensemble's last step answers every request with an error. (Triton will
+    not load an ensemble through the repository API whose step model came through it too: "failed to poll".)"""
+    from triton_kitchen.server import EmbeddedServer
+
+    repo = tmp_path_factory.mktemp("reject_repo")
+    for name, config in TINY.items():
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "config.pbtxt").write_text(config)
+    (repo / "tk_pass" / "1" / "model.py").write_text(PASS_PY)
+    (repo / "tk_reject" / "1" / "model.py").write_text(REJECT_PY)
+    srv = EmbeddedServer(repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
+    srv.start(timeout=120)
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_failing_later_step_that_names_nobody_is_found_by_what_ran(rejecting, tmp_path, protocol, capsys):
+    """The error text names no step ("values refused"): the counts alone decide, on a server whose trace
+    API is closed to this client (an address without the embedded server's key), over both protocols."""
+    np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
+    url = rejecting.grpc_url if protocol == "grpc" else rejecting.http_url
+    rc, doc, err = _cli(capsys, "--model", "tk_reject_late", "--input", str(tmp_path / "x.npy"),
+                        "--protocol", protocol, "--url", url, "--stats-url", rejecting.http_url)  # fmt: skip
+    assert rc == 1 and not doc["ok"] and "values refused" in doc["error"] and "values refused" in err
+    assert doc["failed_step"] == "tk_reject"
+    assert [(s["model"], s["ran"]) for s in doc["steps"]] == [("tk_pass", True), ("tk_reject", True)]
+    assert doc["evidence"]["failed_step"] == ["statistics"] and doc["evidence"]["ran"] == "statistics"
+    assert any("no trace" in n and "restricted" in n for n in doc["evidence"]["notes"])
+
+
+def test_the_embedded_trace_sees_the_late_failure_too(rejecting):
+    report = inside.look_inside(rejecting.endpoint, "tk_reject_late", {"x": np.ones((1, 4), np.float32)})
+    assert report.failed_step == "tk_reject" and report.evidence["failed_step"] == ["trace", "statistics"]
+    assert all(s.ran and s.scheduled for s in report.steps)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_cli_against_a_running_server(server, files, protocol, capsys):
+    url = server.grpc_url if protocol == "grpc" else server.http_url
+    rc, doc, _ = _cli(capsys, "--model", "ensemble_pipeline", "--input", str(files / "cat.npy"),
+                      "--protocol", protocol, "--url", url, "--stats-url", server.http_url)  # fmt: skip
+    assert rc == 0 and doc["ok"] and doc["outputs"] == {"output_label": [1, 1000]}
+    assert [(s["model"], s["ran"]) for s in doc["steps"]] == [("classifier", True), ("postprocess", True)]
+    assert all(s["compute_ms"] is not None for s in doc["steps"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model", "no_such_model", "--input", "{cat_npy}"], "no model 'no_such_model'"),
+        (["--model", "ensemble_pipeline", "--input", "{small_npy}"], "holds shape [3, 100, 100]"),
+        (
+            ["--model", "image_classifier", "--input", "{cat_jpg}", "--outputs", "logits"],
+            "has no output logits",
+        ),
+        (["--model", "streamer", "--input", "{cat_jpg}"], "decoupled"),
+    ],
+)
+def test_bad_input_is_one_line_and_one_json_document(server, files, capsys, argv, message):
+    paths = {"cat_npy": files / "cat.npy", "small_npy": files / "small.npy", "cat_jpg": files / "cat.jpg"}
+    argv = [a.format(**paths) for a in argv]
+    rc, doc, err = _cli(capsys, *argv, "--url", server.http_url)
+    assert rc == 1 and doc["ok"] is False and message in doc["error"] and KEYS <= set(doc)
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_a_dead_server_is_one_line(capsys, files):
+    from triton_kitchen.server import free_port
+
+    rc, doc, err = _cli(capsys, "--model", "image_classifier", "--input", str(files / "cat.jpg"),
+                        "--url", f"127.0.0.1:{free_port()}")  # fmt: skip
+    assert rc == 1 and doc["ok"] is False and "no Triton server answers" in err and err.count("\n") == 1
+
+
+def test_the_default_is_the_embedded_server_read_through_its_trace(server, files):
+    """No --url: the command starts its own embedded server, whose trace is open to it (``server`` only marks
+    this test live; the command's server is its own)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "triton_kitchen", "trace", "--model", "image_classifier", "--input",
+         str(files / "cat.jpg"), "--outputs", "top5_labels", "--json"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["ok"] and doc["evidence"]["ran"] == "trace", proc.stderr
+    assert doc["outputs"] == {"top5_labels": [1, 5]}
+    assert proc.stderr.strip() == "starting the embedded tritonserver ..."
