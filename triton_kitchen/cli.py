@@ -25,6 +25,8 @@ from triton_kitchen.cli_trace import add_trace_parser
 from triton_kitchen.config import ConfigError, load_repository
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port
 from triton_kitchen.ensemble import (
+    DEFAULT_OPTIONS,
+    CheckOptions,
     Problem,
     build_dag,
     has_errors,
@@ -111,7 +113,19 @@ def _show(path: str | None) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def check_paths(paths: list[str], config_name: str | None = None) -> list[Problem]:
+def _is_model_dir(p: Path) -> bool:
+    """A model folder: it has a config.pbtxt, or (its config left to Triton's auto-complete) a version folder."""
+    if (p / "config.pbtxt").is_file():
+        return True
+    try:
+        return any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
+    except OSError:
+        return False
+
+
+def check_paths(
+    paths: list[str], config_name: str | None = None, options: CheckOptions = DEFAULT_OPTIONS
+) -> list[Problem]:
     """Problems for each PATH (config file, model directory or repository)."""
     out: list[Problem] = []
     for raw in paths:
@@ -130,12 +144,12 @@ def check_paths(paths: list[str], config_name: str | None = None) -> list[Proble
                     model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None)
                 )
                 if model_dir.name in repo:
-                    out += validate_model(model_dir.name, repo, with_dependencies=True)
+                    out += validate_model(model_dir.name, repo, with_dependencies=True, options=options)
                     continue
             out += validate_config_file(p)
-        elif (p / "config.pbtxt").is_file():
+        elif _is_model_dir(p):
             repo = load_repository(p.resolve().parent, config_name)
-            out += validate_model(p.resolve().name, repo, with_dependencies=True)
+            out += validate_model(p.resolve().name, repo, with_dependencies=True, options=options)
         else:
             try:
                 repo = load_repository(p, config_name)
@@ -148,7 +162,7 @@ def check_paths(paths: list[str], config_name: str | None = None) -> list[Proble
                         "warning", "empty_repository", "no model directories here", {}, None, None, None, raw
                     )
                 )
-            out += validate_repository(repo)
+            out += validate_repository(repo, options=options)
     # the same problem may come from two PATHs (a shared step model)
     seen, unique = set(), []
     for pr in out:
@@ -168,10 +182,23 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
     p.add_argument("--triton", action="store_true", help="also print Triton's own wording under each error")
+    p.add_argument(
+        "--disable-auto-complete-config",
+        action="store_true",
+        help="check as tritonserver --disable-auto-complete-config would load: no config is filled in",
+    )
+    p.add_argument(
+        "--gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the server has N GPUs (ids 0..N-1); default: unknown",
+    )
 
 
 def check_command(args: argparse.Namespace) -> int:
-    problems = check_paths(args.paths, args.config_name)
+    options = CheckOptions(autofill=not args.disable_auto_complete_config, gpus=args.gpus)
+    problems = check_paths(args.paths, args.config_name, options)
     if args.json:
         print(
             json.dumps(

@@ -169,6 +169,10 @@ def _suggest(word: str, choices: list[str]) -> str | None:
     return best[0] if best else None
 
 
+# fields of later Tritons' ModelConfig that 2.51's protobuf does not know (a did-you-mean would mislead)
+NEWER_FIELDS = {("inference.ModelConfig", "model_metrics")}
+
+
 def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: str | None) -> ConfigError:
     raw = str(err)
     line, column = err.GetLine(), err.GetColumn()
@@ -182,8 +186,24 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
             msg = re.sub(r"^'.*?': (?=[A-Z])", "", msg, count=1)
     token = _token_at(lines, line, column)
     code, params, plain = "syntax", {"detail": msg}, None
+    source = lines[line - 1] if line and 1 <= line <= len(lines) else ""
 
-    if m := re.search(r'Message type "([\w.]+)" has no field named "([^"]+)"', msg):
+    if m := re.search(r"\$\{[^}\s]*\}?", source):
+        # a template (TensorRT-LLM's fill_template.py, a Helm chart) that was never filled in
+        code, params = "template_placeholder", {"placeholder": m.group(0)}
+        plain = (
+            f"'{m.group(0)}' is an unfilled template placeholder: fill it in (e.g. with fill_template.py) "
+            "before Triton reads this file"
+        )
+        token = m.group(0)
+    elif (m := re.search(r'Message type "([\w.]+)" has no field named "([^"]+)"', msg)) and (
+        m.group(1),
+        m.group(2),
+    ) in NEWER_FIELDS:
+        code, params = "newer_field", {"field": m.group(2), "type": m.group(1)}
+        plain = f"'{m.group(2)}' is not in Triton 2.51's ModelConfig: it came in a later Triton; remove it for this server"
+        token = m.group(2)
+    elif m := re.search(r'Message type "([\w.]+)" has no field named "([^"]+)"', msg):
         typ, name = m.group(1), m.group(2)
         code, params = "unknown_field", {"field": name, "type": typ}
         hint = _suggest(name, _message_fields(typ))

@@ -34,7 +34,7 @@ from triton_kitchen.config import (
     read_config_file,
     read_model_dir,
 )
-from triton_kitchen.ensemble import Msg, Problem
+from triton_kitchen.ensemble import Msg, Problem, autofill
 from triton_kitchen.errors import KitchenError
 from triton_kitchen.server import DEFAULT_REPOSITORY, REPO_ROOT, Endpoint
 from triton_kitchen.tensors import short_name
@@ -149,12 +149,33 @@ def loaded_config_text(endpoint: Endpoint, model: str) -> str:
 REPOSITORY_ROOT_ENV = "TRITON_KITCHEN_REPOSITORY_ROOT"
 
 
+def _is_model_folder(p: Path) -> bool:
+    """A ``config.pbtxt``, or a version folder (Triton's auto-complete may fill the config in)."""
+    if (p / "config.pbtxt").is_file():
+        return True
+    try:
+        return any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
+    except OSError:
+        return False
+
+
 def scan_names(repo: Path | str) -> list[str]:
-    """The model folders of ``repo`` that hold a ``config.pbtxt``, by name (nothing is parsed)."""
+    """The model folders of ``repo`` (a ``config.pbtxt`` or a version folder), by name (nothing is parsed)."""
     root = Path(repo)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "config.pbtxt").is_file())
+    return sorted(
+        p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and _is_model_folder(p)
+    )
+
+
+def autofilled_backend(entry: ModelEntry) -> str | None:
+    """The backend that fills in a missing config.pbtxt from the model file when Triton loads the model
+    (auto-complete), or None: the folder has a config, or no backend could complete one."""
+    if entry.error is None or entry.error.code != "no_config":
+        return None
+    done = autofill.complete(entry)
+    return done.backend if not done.invalid_name and autofill.fills_from_model_file(entry, done) else None
 
 
 def repository_root() -> Path:
@@ -197,10 +218,16 @@ def parse_uploaded_configs(files: list[tuple[str, bytes]]) -> list[ModelEntry]:
     return [read_config_file(data, filename, max_bytes=MAX_CONFIG_BYTES) for filename, data in files]
 
 
+def version_files(entry: ModelEntry) -> str:
+    """``1/model.onnx, 2/model.onnx``: what the version folders hold, for one line of text."""
+    return ", ".join(f"{v}/{f}" for v in entry.versions for f in entry.files.get(v, [])) or "—"
+
+
 def error_text(entry: ModelEntry) -> str:
-    """The entry's config error in one line (``line:column: message``), "" when it has none."""
+    """The entry's config error in one line (``line:column: message``), "" when it has none (a missing
+    config that Triton's auto-complete fills in is not an error)."""
     err = entry.error
-    if err is None:
+    if err is None or autofilled_backend(entry):
         return ""
     where = f"{err.line}:{err.column}: " if err.line and err.column else f"{err.line}: " if err.line else ""
     return where + err.message
@@ -272,7 +299,7 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
         rows.append(
             {
                 "model": e.name,
-                "kind": e.kind,
+                "kind": e.kind if cfg is not None else (autofilled_backend(e) or "?"),
                 "versions": ", ".join(str(v) for v in e.versions),
                 "max_batch_size": b.get("max_batch_size"),
                 "dynamic_batching": b.get("dynamic_batching"),

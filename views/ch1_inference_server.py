@@ -20,6 +20,10 @@ def _columns(rows: list[dict], prefix: str) -> list[dict]:
 def _model_details(
     entry: ModelEntry, status: repository.ServerStatus | None, key: str = "ch1_config_tab"
 ) -> None:
+    backend = repository.autofilled_backend(entry)
+    if backend:
+        st.info(t("repo.autofill", backend=backend, files=repository.version_files(entry)), icon="🪄")
+        return
     if entry.error:
         code = "config_too_large" if entry.error.code == "too_large" else "bad_config"
         state.show_error(code, repository.error_text(entry))

@@ -27,13 +27,23 @@ from __future__ import annotations
 from triton_kitchen.ensemble.dag import Dag, DagStep, DagTensor, build_dag
 from triton_kitchen.ensemble.memory import MemoryEstimate, inflight_memory
 from triton_kitchen.ensemble.model_rules import BACKEND_FILES, KNOWN_PLATFORMS, validate_config_file
-from triton_kitchen.ensemble.problems import Msg, Problem, Repo, config_error_msg, has_errors
+from triton_kitchen.ensemble.problems import (
+    DEFAULT_OPTIONS,
+    CheckOptions,
+    Msg,
+    Problem,
+    Repo,
+    config_error_msg,
+    has_errors,
+)
 from triton_kitchen.ensemble.validate import validate_model, validate_repository
 from triton_kitchen.tensors import format_bytes, tensor_bytes
 
 __all__ = [
     "BACKEND_FILES",
+    "DEFAULT_OPTIONS",
     "KNOWN_PLATFORMS",
+    "CheckOptions",
     "Dag",
     "DagStep",
     "DagTensor",

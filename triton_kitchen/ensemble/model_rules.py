@@ -7,17 +7,17 @@ nothing here needs the step models' configs (``validate.py`` checks those).
 
 from __future__ import annotations
 
+import functools
 import os
-from functools import partial
 from pathlib import Path
 
 from triton_kitchen.config import ENSEMBLE_PLATFORM, ConfigError, ModelEntry
+from triton_kitchen.ensemble import autofill, config_rules
 from triton_kitchen.ensemble.data_flow import _check_data_flow
 from triton_kitchen.ensemble.problems import (
     Problem,
     Repo,
     _Collector,
-    _dims_str,
     _m,
     _map_line,
     _step,
@@ -92,73 +92,40 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
 
 
 def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None:
-    """Rules Triton applies to a config on its own, in Triton's order (poll, then load).
+    """Rules Triton applies to a config on its own, in Triton's order: the repository poll (fill in,
+    ``ValidateModelConfig``, inputs and outputs when auto-complete is off, the folder's name), then the load
+    (versions, the backend library, instance groups, inputs and outputs, model files).
 
     ``repo`` (when known) only sharpens the explanations: the step models' tensor names."""
+    opts = c.options
     if e.error is not None:
         err = e.error
         if err.code == "no_config":
-            c.error(
-                "no_config",
-                _m("no_config", model=e.name),
-                line=1,
-                triton=None,
-                model=e.name,
-            )
+            _check_missing_config(e, c)
         else:
             c.error(
                 err.code, config_error_msg(err), line=err.line or 1, triton=err.triton_message, **err.params
             )
         return
     cfg = e.config
-    name = e.config_name
     is_ens = cfg.platform == ENSEMBLE_PLATFORM
+    done = autofill.complete(e)
+    name = done.name
 
-    # -- poll: name and directory
-    if cfg.name and cfg.name != e.name and not e.standalone:
+    # -- poll: what Triton fills in, then ValidateModelConfig
+    if done.invalid_name and not is_ens:
+        _invalid_name(e, c)
+        return
+    platform, backend = done.platform, done.backend
+    if not e.standalone and not backend and not is_ens:
         c.error(
-            "name_mismatch",
-            _m("name_mismatch", name=cfg.name, directory=e.name),
-            line=e.line("name", 0),
-            triton=f"unexpected directory name '{e.name}' for model '{cfg.name}', directory name must equal model name",
-            name=cfg.name,
-            directory=e.name,
+            "unknown_platform",
+            _m("unknown_platform", model=name, platform=platform),
+            line=e.line("platform", 0),
+            triton=f"unexpected platform type '{platform}' for {name}",
+            platform=platform,
         )
         return
-
-    # -- poll: backend / platform (after Triton's auto-complete)
-    backend = cfg.backend
-    if not backend and not is_ens and not e.standalone:
-        backend = KNOWN_PLATFORMS.get(cfg.platform, "")
-        if not backend and not cfg.platform:
-            files = e.files.get(min(e.versions, key=str), []) if e.versions else []
-            if cfg.default_model_filename:
-                backend = BACKEND_FILES.get(cfg.default_model_filename, "")
-            else:
-                for fname, be in BACKEND_FILES.items():
-                    if fname in files:
-                        backend = be
-                        break
-            if not backend:
-                c.error(
-                    "no_backend",
-                    _m("no_backend", model=name, files=list(BACKEND_FILES)),
-                    triton=(
-                        f"Invalid model name: Could not determine backend for model '{name}' with no backend in "
-                        "model configuration. Expected model name of the form 'model.<backend_name>'."
-                    ),
-                    model=name,
-                )
-                return
-        elif not backend:
-            c.error(
-                "unknown_platform",
-                _m("unknown_platform", model=name, platform=cfg.platform),
-                line=e.line("platform", 0),
-                triton=f"unexpected platform type '{cfg.platform}' for {name}",
-                platform=cfg.platform,
-            )
-            return
     if cfg.backend and is_ens:
         c.error(
             "ensemble_backend",
@@ -166,6 +133,16 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
             line=e.line("backend", 0),
             triton=f"Ensemble model '{name}' must have platform type 'ensemble' and empty backend type",
             backend=cfg.backend,
+        )
+        return
+    if backend in autofill.TYPED_BACKENDS and autofill.PLATFORM_BACKEND.get(platform) != backend:
+        c.error(
+            "platform_backend_pair",
+            _m("platform_backend_pair", platform=platform, backend=backend),
+            line=e.line("backend", 0, default=e.line("platform", 0)),
+            triton=f"unexpected 'platform' and 'backend' pair, got:{platform}, {backend}",
+            platform=platform,
+            backend=backend,
         )
         return
     if cfg.max_batch_size < 0:
@@ -177,23 +154,10 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
             value=cfg.max_batch_size,
         )
         return
-    if cfg.HasField("dynamic_batching"):
-        for i, size in enumerate(cfg.dynamic_batching.preferred_batch_size):
-            if size <= 0 or size > cfg.max_batch_size:
-                c.error(
-                    "bad_preferred_batch_size",
-                    _m("bad_preferred_batch_size", size=size, max_batch_size=cfg.max_batch_size),
-                    line=e.line("dynamic_batching", 0, "preferred_batch_size", i),
-                    triton=(
-                        f"dynamic batching preferred size must be positive for {name}"
-                        if size <= 0
-                        else f"dynamic batching preferred size must be <= max batch size for {name}"
-                    ),
-                    size=size,
-                    max_batch_size=cfg.max_batch_size,
-                )
-                return
-
+    if not config_rules.check_dynamic_batching(e, c, name):
+        return
+    if not config_rules.check_sequence_batching(e, c, name):
+        return
     if cfg.HasField("ensemble_scheduling"):
         if not _check_ensemble_config(e, c, repo):
             return
@@ -205,54 +169,31 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
             triton=f"ensemble scheduling must be set for ensemble {name} whose platform is {ENSEMBLE_PLATFORM}",
         )
         return
+    if not config_rules.check_decoupled_cache(e, c, name):
+        return
+    # inputs and outputs: at the poll when auto-complete is off, else when the model loads (a backend may
+    # complete them from the model file first).  An ensemble's own are compared with its steps' instead.
+    autofilled = opts.autofill and (
+        autofill.fills_from_model_file(e, done)
+        if done.backend != "python"
+        else autofill.python_auto_completes(e, done)
+    )
+    if not is_ens and not config_rules.check_io(e, c, name, platform, autofilled):
+        return
 
-    # -- inputs and outputs (checked when a backend loads the model; Triton does not check an
-    # ensemble's own, whose shapes are compared with its steps' instead)
-    for kind in ("input", "output") if not is_ens else ():
-        for i, io in enumerate(getattr(cfg, kind)):
-            line = partial(e.line, kind, i)
-            label = (
-                _m("io_unnamed", kind=_m("kind_" + kind), n=i + 1)
-                if not io.name
-                else _m("io_named", kind=_m("kind_" + kind), name=io.name)
-            )
-            if not io.name:
-                c.error(
-                    "io_no_name",
-                    _m("io_no_name", label=label),
-                    line=line,
-                    triton=f"model {kind} must specify 'name' for {name}",
-                )
-            elif io.data_type == 0:
-                c.error(
-                    "io_no_data_type",
-                    _m("io_no_data_type", label=label),
-                    line=line,
-                    triton=f"model {kind} '{io.name}' must specify 'data_type' for {name}",
-                    tensor=io.name,
-                )
-            elif len(io.dims) == 0:
-                c.error(
-                    "io_no_dims",
-                    _m("io_no_dims", label=label),
-                    line=line,
-                    triton=f"model {kind} '{io.name}' must specify 'dims' for {name}",
-                    tensor=io.name,
-                )
-            elif any(d < 1 and d != -1 for d in io.dims):
-                c.error(
-                    "io_bad_dims",
-                    _m("io_bad_dims", label=label, dims=_dims_str(io.dims)),
-                    line=partial(e.line, kind, i, "dims", 0),
-                    triton=(
-                        f"model {kind} '{io.name}' dimension must be integer >= 1, or -1 to indicate a "
-                        f"variable-size dimension for {name}"
-                    ),
-                    tensor=io.name,
-                    dims=list(io.dims),
-                )
+    # -- poll: the folder's name must be the config's
+    if cfg.name and cfg.name != e.name and not e.standalone:
+        c.error(
+            "name_mismatch",
+            _m("name_mismatch", name=cfg.name, directory=e.name),
+            line=e.line("name", 0),
+            triton=f"unexpected directory name '{e.name}' for model '{cfg.name}', directory name must equal model name",
+            name=cfg.name,
+            directory=e.name,
+        )
+        return
 
-    # -- load: versions and files
+    # -- load: versions, backend library, instance groups, model files
     if has_errors(c.items) or e.standalone:
         return
     served = e.served_versions
@@ -269,7 +210,13 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
             versions=e.versions,
         )
         return
-    if backend == "python" and not is_ens:
+    if is_ens:
+        return
+    if not _check_backend_library(e, c, name, backend, opts):
+        return
+    if not config_rules.check_instance_groups(e, c, name, platform, backend, opts.gpus):
+        return
+    if backend == "python":
         fname = cfg.default_model_filename or "model.py"
         for v in served:
             if fname not in e.files.get(v, []):
@@ -280,6 +227,83 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
                     version=v,
                     file=fname,
                 )
+
+
+def _invalid_name(e: ModelEntry, c: _Collector) -> None:
+    c.error(
+        "no_backend",
+        _m("no_backend", model=e.name, files=list(BACKEND_FILES)),
+        line=0 if e.config is None else None,
+        triton=(
+            f"Invalid model name: Could not determine backend for model '{e.name}' with no backend in "
+            "model configuration. Expected model name of the form 'model.<backend_name>'."
+        ),
+        model=e.name,
+    )
+
+
+def _check_missing_config(e: ModelEntry, c: _Collector) -> None:
+    """No config.pbtxt: with auto-complete on, Triton fills one in from the model file where the backend can
+    (reported on the folder itself, line 0)."""
+    done = autofill.complete(e)
+    if done.invalid_name:
+        _invalid_name(e, c)
+        return
+    can_fill = c.options.autofill and autofill.fills_from_model_file(e, done)
+    if can_fill:
+        c.warning("no_config_autofill", _m("no_config_autofill", model=e.name, backend=done.backend), line=0)
+        return
+    c.error(
+        "no_config",
+        _m("no_config", model=e.name)
+        if not done.backend
+        else _m("no_config_backend", model=e.name, backend=done.backend),
+        line=0,
+        triton=f"model configuration is not provided for model '{e.name}'" if done.backend else None,
+        model=e.name,
+    )
+
+
+def _check_backend_library(e: ModelEntry, c: _Collector, name: str, backend: str, opts) -> bool:
+    """Where Triton looks for the backend library when it loads the model (``runtime``)."""
+    runtime = e.config.runtime
+    known = set(autofill.CONTAINER_BACKENDS) | set(opts.backends) | _local_backends()
+    if runtime and autofill.escapes(runtime):
+        c.error(
+            "runtime_escapes",
+            _m("runtime_escapes", runtime=runtime),
+            line=e.line("runtime", 0),
+            triton=f"backend library name '{runtime}' escapes backend directory",
+            runtime=runtime,
+        )
+        return False
+    if autofill.library_found(e, backend, runtime, known):
+        return True
+    if runtime:
+        c.error(
+            "runtime_not_found",
+            _m("runtime_not_found", runtime=runtime, backend=backend),
+            line=e.line("runtime", 0),
+            triton=f"unable to find backend library '{runtime}' for model '{name}'",
+            runtime=runtime,
+        )
+    else:
+        c.error(
+            "unknown_backend",
+            _m("unknown_backend", backend=backend, known=sorted(known)),
+            line=e.line("backend", 0, default=e.line("name", 0, default=1)),
+            triton=(
+                f"unable to find backend library for backend '{backend}', try specifying runtime on the model "
+                "configuration."
+            ),
+            backend=backend,
+        )
+    return False
+
+
+@functools.cache
+def _local_backends() -> frozenset[str]:
+    return frozenset(autofill.local_backends())
 
 
 def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> bool:

@@ -36,7 +36,7 @@ def _render_arg(value, lang: str):
     if value is None:
         return ""
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) if value else Msg("none").render(lang)
+        return ", ".join(str(_render_arg(v, lang)) for v in value) if value else Msg("none").render(lang)
     return value
 
 
@@ -91,6 +91,10 @@ def config_error_msg(err: ConfigError) -> Msg:
         msg = _m("cfg_not_utf8")
     elif err.code == "no_config":
         msg = _m("cfg_no_config")
+    elif err.code == "template_placeholder":
+        msg = _m("template_placeholder", placeholder=p.get("placeholder"))
+    elif err.code == "newer_field":
+        msg = _m("newer_field", field=p.get("field"))
     if msg is None or msg.render("en") != err.message:
         msg = _m("cfg_syntax" if err.code == "syntax" else "cfg_other", text=err.message)
     return msg
@@ -119,8 +123,9 @@ class Problem:
         return self.msg.render(lang) if self.msg is not None else self.message
 
     def format(self, path: str | None = None) -> str:
-        """``PATH:LINE: severity: message`` (the ``check`` output line)."""
-        return f"{path or self.path or '<config>'}:{self.line or 1}: {self.severity}: {self.message}"
+        """``PATH:LINE: severity: message`` (the ``check`` output line; line 0: the folder itself)."""
+        line = self.line if self.line is not None else 1
+        return f"{path or self.path or '<config>'}:{line}: {self.severity}: {self.message}"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -132,9 +137,26 @@ def has_errors(problems: list[Problem]) -> bool:
     return any(p.is_error for p in problems)
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """How the server that would load the repository is started.
+
+    ``autofill``: Triton's auto-complete (off with ``--disable-auto-complete-config``); ``gpus``: how many
+    GPUs it has (None: unknown, so GPU ids are only checked for what is wrong everywhere); ``backends``:
+    backends it has beyond Triton 2.51's container's."""
+
+    autofill: bool = True
+    gpus: int | None = None
+    backends: frozenset[str] = frozenset()
+
+
+DEFAULT_OPTIONS = CheckOptions()
+
+
 class _Collector:
-    def __init__(self, entry: ModelEntry) -> None:
+    def __init__(self, entry: ModelEntry, options: CheckOptions = DEFAULT_OPTIONS) -> None:
         self.entry = entry
+        self.options = options
         self.items: list[Problem] = []
 
     def add(self, severity, code, message: Msg | str, line=None, triton=None, **params) -> Problem:
@@ -149,7 +171,7 @@ class _Collector:
             line if line is not None else self.entry.line("name", 0, default=1),
             triton,
             self.entry.name,
-            str(self.entry.config_path),
+            str(self.entry.path if line == 0 else self.entry.config_path),  # line 0: the folder itself
             msg,
         )
         self.items.append(p)

@@ -14,6 +14,7 @@ from triton_kitchen.ensemble.problems import (
     _compare_dims,
     _dims_str,
     _m,
+    _step,
 )
 from triton_kitchen.tensors import dtype_name
 
@@ -229,10 +230,20 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
     return nodes
 
 
-def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) -> tuple[bool, str | None]:
-    """(is the ensemble decoupled, Triton's decoupled error or None) — the BFS of ValidateEnsembleConfig."""
+def _ensemble_decoupled_label(
+    entry: ModelEntry, repo: Repo, seen: frozenset, detail: dict | None = None
+) -> tuple[bool, str | None]:
+    """(is the ensemble decoupled, Triton's decoupled error or None) — the BFS of ValidateEnsembleConfig.
+
+    On the error, ``detail`` (when given) gets the receiving step (its 0-based index) and, per stream of
+    responses that meets there, the decoupled step it started at (None: the ensemble's own inputs)."""
     nodes = _build_tensor_nodes(entry, repo, seen)
+    producer = {
+        t: i for i, st in enumerate(entry.config.ensemble_scheduling.step) for t in st.output_map.values()
+    }
+    name_of = {id(n): t for t, n in nodes.items()}
     label = 0
+    origin: dict[int, int | None] = {}  # label -> the decoupled step whose responses carry it
     queue = deque()
     for io in entry.config.input:
         n = nodes.get(io.name)
@@ -249,6 +260,11 @@ def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) ->
                 prev_label = nxt.prev[0].label
                 for p in nxt.prev:
                     if p.label != prev_label:
+                        if detail is not None:
+                            detail["receiver"] = producer.get(name_of.get(id(nxt)), -1)  # -1: the outputs
+                            detail["sources"] = sorted(
+                                {origin.get(q.label) for q in nxt.prev}, key=lambda k: (k is not None, k or 0)
+                            )
                         return label != 0, (
                             f"in ensemble {entry.config_name}, step of model '{nxt.model}' receives inputs "
                             "originated from different decoupled models"
@@ -260,6 +276,7 @@ def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) ->
                         if nxt.decoupled:
                             label += 1
                             nxt.label = label
+                            origin[label] = producer.get(name_of.get(id(nxt)))
                         else:
                             nxt.label = prev_label
                         nxt.sibling.label = nxt.label
@@ -268,6 +285,7 @@ def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) ->
                     if nxt.decoupled:
                         label += 1
                         nxt.label = label
+                        origin[label] = producer.get(name_of.get(id(nxt)))
                     else:
                         nxt.label = prev_label
                 nxt.visited = True
@@ -276,8 +294,16 @@ def _ensemble_decoupled_label(entry: ModelEntry, repo: Repo, seen: frozenset) ->
     return label != 0, None
 
 
-def _decoupled_message(e: ModelEntry, repo: Repo) -> Msg:
-    names = sorted(
-        {s.model_name for s in e.config.ensemble_scheduling.step if _is_decoupled(s.model_name, repo)}
-    )
+def _decoupled_message(e: ModelEntry, repo: Repo, detail: dict | None = None) -> Msg:
+    """The receiving step and the steps whose streams of responses meet there (from ``detail``)."""
+    steps = list(e.config.ensemble_scheduling.step)
+    if detail and detail.get("receiver") is not None:
+        sources = [
+            _step(k, steps[k].model_name) if k is not None else _m("ensemble_inputs")
+            for k in detail["sources"]
+        ]
+        i = detail["receiver"]
+        at = _step(i, steps[i].model_name) if i >= 0 else _m("ensemble_outputs")
+        return _m("decoupled_fan_in_at", step=at, sources=sources)
+    names = sorted({s.model_name for s in steps if _is_decoupled(s.model_name, repo)})
     return _m("decoupled_fan_in", models=names)

@@ -15,6 +15,8 @@ from functools import partial
 from triton_kitchen.config import ModelEntry, load_repository
 from triton_kitchen.ensemble.model_rules import _check_model
 from triton_kitchen.ensemble.problems import (
+    DEFAULT_OPTIONS,
+    CheckOptions,
     Msg,
     Problem,
     Repo,
@@ -36,10 +38,12 @@ from triton_kitchen.ensemble.tensor_nodes import (
 )
 
 
-def validate_repository(path: str | os.PathLike | Repo, config_name: str | None = None) -> list[Problem]:
+def validate_repository(
+    path: str | os.PathLike | Repo, config_name: str | None = None, options: CheckOptions = DEFAULT_OPTIONS
+) -> list[Problem]:
     """Problems of every model of a repository (each model once)."""
     repo = path if isinstance(path, dict) else load_repository(path, config_name)
-    cache: dict[str, list[Problem]] = {}
+    cache: dict = {"options": options}
     out: list[Problem] = []
     for name in repo:
         out += _validate(name, repo, cache, ())
@@ -47,14 +51,17 @@ def validate_repository(path: str | os.PathLike | Repo, config_name: str | None 
 
 
 def validate_model(
-    name: str, repo: Repo | str | os.PathLike, with_dependencies: bool = False
+    name: str,
+    repo: Repo | str | os.PathLike,
+    with_dependencies: bool = False,
+    options: CheckOptions = DEFAULT_OPTIONS,
 ) -> list[Problem]:
     """Problems of one model of ``repo`` (a step of an ensemble is checked against its config).
 
     With ``with_dependencies`` the step models' own problems (recursively) follow.
     """
     repo = _as_repo(repo)
-    cache: dict[str, list[Problem]] = {}
+    cache: dict = {"options": options}
     out = list(_validate(name, repo, cache, ()))
     if with_dependencies:
         seen = {name}
@@ -76,15 +83,16 @@ def _step_models(entry: ModelEntry | None) -> list[str]:
 
 
 def _validate(name: str, repo: Repo, cache: dict, stack: tuple) -> list[Problem]:
-    if name in cache:
-        return cache[name]
-    cache[name] = []  # provisional (recursion guard)
+    key = ("model", name)  # the cache also holds the options under "options"
+    if key in cache:
+        return cache[key]
+    cache[key] = []  # provisional (recursion guard)
     entry = repo[name]
-    c = _Collector(entry)
+    c = _Collector(entry, cache.get("options", DEFAULT_OPTIONS))
     _check_model(entry, c, repo)
     if not has_errors(c.items) and entry.config is not None and entry.config.HasField("ensemble_scheduling"):
         _check_dependencies(entry, repo, c, cache, stack + (name,))
-    cache[name] = c.items
+    cache[key] = c.items
     return c.items
 
 
@@ -273,10 +281,16 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     _warn_hidden_mismatches(e, repo, c)
 
     # 4. decoupled steps feeding one step
-    _, err = _ensemble_decoupled_label(e, repo, frozenset(stack))
+    detail: dict = {}
+    _, err = _ensemble_decoupled_label(e, repo, frozenset(stack), detail)
     if err:
         c.error(
-            "decoupled_fan_in", _decoupled_message(e, repo), line=e.line("ensemble_scheduling", 0), triton=err
+            "decoupled_fan_in",
+            _decoupled_message(e, repo, detail),
+            line=e.line("ensemble_scheduling", 0),
+            triton=err,
+            step_model=detail.get("receiver"),
+            sources=detail.get("sources"),
         )
 
 
