@@ -14,7 +14,7 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import lessons
+from triton_kitchen import catalog, lessons
 from triton_kitchen.demo import MISTAKES, SAMPLE_PHOTOS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -357,7 +357,8 @@ def test_embedded_default_path(server, monkeypatch):
         at.query_params["lang"] = "en"
         at.run()
         assert not at.exception
-        assert any("13/13" in s.value or "models ready" in s.value for s in at.sidebar.success)
+        n = len(catalog.model_names())
+        assert any(f"{n}/{n}" in s.value or "models ready" in s.value for s in at.sidebar.success)
         assert any(server.http_url in c.value for c in at.sidebar.caption)
     finally:
         supervisor.restore(saved)

@@ -7,6 +7,7 @@ the rest against the real embedded server, over both protocols, with and without
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -166,6 +167,42 @@ def test_a_failing_first_step_is_named_from_trace_statistics_and_text(server, pr
     # "ran" cannot mean "succeeded" (the ensemble alone counts the failure)
     stats = kserve.statistics(server.endpoint, "preprocess")["model_stats"][0]["inference_stats"]
     assert stats["success"]["count"] >= 1
+
+
+# -- pruning you can see (issue 13 §4): second_opinion's classifier_coarse feeds only coarse_logits ----------
+def _executions(server, models) -> dict[str, int]:
+    return {
+        m: int(kserve.statistics(server.endpoint, m)["model_stats"][0]["execution_count"]) for m in models
+    }
+
+
+SECOND_OPINION_STEPS = ["preprocess", "classifier", "postprocess", "classifier_coarse"]
+
+
+@pytest.mark.parametrize(
+    "outputs, pruned",
+    [
+        (None, []),  # no outputs named: every output, every step
+        (["top5_labels", "top5_scores"], ["classifier_coarse"]),
+        (["top5_labels"], ["classifier_coarse"]),
+        (["coarse_logits"], ["classifier", "postprocess"]),
+    ],
+)
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_triton_prunes_the_steps_no_requested_output_needs(server, sample_jpegs, protocol, outputs, pruned):
+    """What Triton 2.51 does, as it is: a step whose outputs nobody asked for does not execute (its execution
+    count stays), whether the request names one output or several; the trace agrees with the counts."""
+    arrays = {"image_bytes": np.array([[sample_jpegs["chelsea"]]], dtype=object)}
+    inside.look_inside(server.endpoint, "second_opinion", arrays, protocol=protocol)  # warm every step
+    time.sleep(0.3)
+    before = _executions(server, SECOND_OPINION_STEPS)
+    report = inside.look_inside(server.endpoint, "second_opinion", arrays, outputs, protocol)
+    time.sleep(0.3)  # the statistics of the steps land a moment after the answer
+    rose = {m for m, n in _executions(server, SECOND_OPINION_STEPS).items() if n > before[m]}
+    assert rose == set(SECOND_OPINION_STEPS) - set(pruned)  # Triton's own counts, read apart from `inside`
+    assert report.ok and report.pruned == pruned and report.evidence["ran"] == "trace"
+    assert {s.model for s in report.steps if s.ran} == rose
+    assert set(report.outputs) == set(outputs or ["top5_labels", "top5_scores", "coarse_logits"])
 
 
 PASS_PY = """

@@ -72,6 +72,7 @@ def model_cases(jpeg):
         ("tta_ensemble", photo_input(jpeg), top5),
         ("cascade_ensemble", photo_input(jpeg), [*top5, "stage_used"]),
         ("cascade_bls", photo_input(jpeg), [*top5, "stage_used"]),
+        ("second_opinion", photo_input(jpeg), [*top5, "coarse_logits"]),
     ]
 
 

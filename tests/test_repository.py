@@ -26,6 +26,7 @@ EXPECTED = {
     "cascade_select",
     "hflip",
     "fuse_logits",
+    "second_opinion",
     "streamer",
 }
 
@@ -50,6 +51,7 @@ def test_catalog_reads_every_model_in_course_order():
         "ensemble_pipeline",
         "tta_ensemble",
         "cascade_ensemble",
+        "second_opinion",
     ]
     names = catalog.model_names(first=(catalog.ENSEMBLE_PIPELINE,), leave_out=(catalog.STREAMER,))
     assert names[:2] == ["ensemble_pipeline", "image_classifier"] and "streamer" not in names

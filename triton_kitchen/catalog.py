@@ -31,6 +31,8 @@ CASCADE_ENSEMBLE = "cascade_ensemble"
 CLASSIFIER_COARSE = "classifier_coarse"
 CASCADE_SELECT = "cascade_select"
 CASCADE_BLS = "cascade_bls"
+# pruning: a step that feeds only an output the client may leave out (issue 13)
+SECOND_OPINION = "second_opinion"
 # chapters 5 and 6: a decoupled model that streams tokens
 STREAMER = "streamer"
 
@@ -48,6 +50,7 @@ COURSE_ORDER = (
     CLASSIFIER_COARSE,
     CASCADE_SELECT,
     CASCADE_BLS,
+    SECOND_OPINION,
     STREAMER,
 )
 
