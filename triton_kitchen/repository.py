@@ -218,6 +218,17 @@ def parse_uploaded_configs(files: list[tuple[str, bytes]]) -> list[ModelEntry]:
     return [read_config_file(data, filename, max_bytes=MAX_CONFIG_BYTES) for filename, data in files]
 
 
+def missing_config_text(entry: ModelEntry, lang: str) -> str:
+    """Why a model folder without config.pbtxt will not load (``check``'s explanation), "" when it will or
+    when the folder has a config."""
+    if entry.error is None or entry.error.code != "no_config":
+        return ""
+    from triton_kitchen.ensemble import validate_model
+
+    errors = [p for p in validate_model(entry.name, {entry.name: entry}) if p.is_error]
+    return errors[0].text(lang) if errors else ""
+
+
 def version_files(entry: ModelEntry) -> str:
     """``1/model.onnx, 2/model.onnx``: what the version folders hold, for one line of text."""
     return ", ".join(f"{v}/{f}" for v in entry.versions for f in entry.files.get(v, [])) or "—"
@@ -299,7 +310,7 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
         rows.append(
             {
                 "model": e.name,
-                "kind": e.kind if cfg is not None else (autofilled_backend(e) or "?"),
+                "kind": e.kind if cfg is not None else (autofill.complete(e).backend or "?"),
                 "versions": ", ".join(str(v) for v in e.versions),
                 "max_batch_size": b.get("max_batch_size"),
                 "dynamic_batching": b.get("dynamic_batching"),

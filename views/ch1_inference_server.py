@@ -24,6 +24,9 @@ def _model_details(
     if backend:
         st.info(t("repo.autofill", backend=backend, files=repository.version_files(entry)), icon="🪄")
         return
+    if missing := repository.missing_config_text(entry, state.lang()):
+        st.error(missing, icon="📄")
+        return
     if entry.error:
         code = "config_too_large" if entry.error.code == "too_large" else "bad_config"
         state.show_error(code, repository.error_text(entry))
