@@ -13,7 +13,7 @@ import pytest
 
 from triton_kitchen import bench as B
 from triton_kitchen.__main__ import main
-from triton_kitchen.protocols import Caller, CountingProxy, sample_inputs
+from triton_kitchen.protocols import CountingProxy, make_caller, sample_inputs
 from triton_kitchen.server import Endpoint
 
 
@@ -79,10 +79,9 @@ def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inp
     arrays, outputs = pipeline_inputs
     addresses, proxy_starts, reports = [], [], []
 
-    class SpyCaller(Caller):
-        def __init__(self, *args, **kwargs):
-            addresses.append(kwargs.get("address"))
-            super().__init__(*args, **kwargs)
+    def spy_caller(*args, **kwargs):  # the workers' callers (shared memory or not) come from make_caller
+        addresses.append(kwargs.get("address"))
+        return make_caller(*args, **kwargs)
 
     start = CountingProxy.start
 
@@ -90,7 +89,7 @@ def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inp
         proxy_starts.append(time.perf_counter())
         return start(proxy)
 
-    monkeypatch.setattr(B, "Caller", SpyCaller)
+    monkeypatch.setattr(B, "make_caller", spy_caller)
     monkeypatch.setattr(CountingProxy, "start", spy_start)
     for protocol in ("http-binary", "grpc"):
         addresses.clear(), proxy_starts.clear(), reports.clear()

@@ -32,9 +32,10 @@ from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.protocols import (
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
-    Caller,
     ProtocolError,
-    check_protocol,
+    base_protocol,
+    check_bench_protocol,
+    make_caller,
     measure_protocol,
     sample_inputs,
 )
@@ -123,6 +124,7 @@ class BenchResult:
     server: server_stats.Breakdown | None = None  # what the server says it did in the window (measured)
     server_note: str = ""  # why there is no server breakdown (statistics refused, say)
     snapshots: tuple = field(default=(), repr=False)  # statistics at the window's start and end
+    shm_bytes: int = 0  # http-shm, grpc-shm: tensor bytes through shared memory, same scope as request_bytes
 
     @property
     def mean_latency_ms(self) -> float | None:
@@ -157,6 +159,8 @@ class BenchResult:
         }
         if self.server_note:
             out["server_note"] = self.server_note
+        if self.protocol.endswith("-shm"):  # the tensors went through memory, not into request_bytes
+            out["shm_bytes"] = self.shm_bytes
         if self.request_rate is not None:
             out.update(request_rate=self.request_rate, distribution=self.distribution, late=self.late)
         return out
@@ -213,6 +217,7 @@ class _Record:
     request_bytes: int = 0
     response_bytes: int = 0
     error: str = ""
+    shm_bytes: int = 0
 
 
 def run_bench(
@@ -250,7 +255,7 @@ def run_bench(
     the hard limit whatever the server does. With ``count_wire``, wire bytes are counted afterwards in
     :func:`count_wire_bytes`'s untimed pass (each of its calls waits at most ``grace_s``), skipped when
     the run was stopped or got no answer."""
-    check_protocol(protocol)
+    check_bench_protocol(protocol)
     if request_rate is not None and not 0 < request_rate <= MAX_REQUEST_RATE:
         raise ValueError(f"request rate must be in (0, {MAX_REQUEST_RATE:g}] requests/s")
     if distribution not in DISTRIBUTIONS:
@@ -288,7 +293,7 @@ def run_bench(
             info, inputs = sample_inputs(
                 endpoint,
                 model,
-                protocol,
+                base_protocol(protocol),
                 timeout=max(0.1, min(timeout_s, hard_deadline - time.perf_counter())),
             )
             output_names = output_names or [o.name for o in info.outputs]
@@ -313,7 +318,7 @@ def run_bench(
             return schedule.next() if schedule else 0.0
 
     def worker() -> None:
-        caller = Caller(
+        caller = make_caller(
             endpoint,
             protocol,
             model,
@@ -342,6 +347,7 @@ def run_bench(
                     rec = _Record(
                         t0, time.perf_counter(), True, r.latency_ms, r.request_bytes, r.response_bytes
                     )
+                    rec.shm_bytes = r.shm_bytes
                 except ProtocolError as exc:
                     rec = _Record(t0, time.perf_counter(), False, 0.0, error=f"{exc.kind}: {exc}")
                 except Exception as exc:  # a client bug must not kill the run silently
@@ -401,6 +407,7 @@ def run_bench(
     result.latency_ms = percentiles(result.latencies_ms)
     result.request_bytes = sum(r.request_bytes for r in answered if r.ok)  # same scope as the wire counters
     result.response_bytes = sum(r.response_bytes for r in answered if r.ok)
+    result.shm_bytes = sum(r.shm_bytes for r in answered if r.ok)
     result.window_s = window
     result.stop_reason = reason
     seen: list[str] = []

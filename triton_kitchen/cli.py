@@ -35,7 +35,7 @@ from triton_kitchen.ensemble import (
     validate_repository,
 )
 from triton_kitchen.perf_analyzer import PerfAnalyzerError, cross_check
-from triton_kitchen.protocols import DEFAULT_TIMEOUT_S, PROTOCOLS
+from triton_kitchen.protocols import BENCH_PROTOCOLS, DEFAULT_TIMEOUT_S, base_protocol
 from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
 from triton_kitchen.stability import MAX_WINDOWS, run_stable
 
@@ -350,7 +350,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             else (url if args.protocol.startswith("http") else Endpoint.remote(grpc_url=url).http_url)
         )
         endpoint = Endpoint(http_url=url if args.protocol.startswith("http") else stats, grpc_url=url)
-        hint = _url_hint(url, args.protocol)
+        hint = _url_hint(url, base_protocol(args.protocol))
         if hint:
             print(f"error: {hint}", file=sys.stderr)
             return 1
@@ -379,7 +379,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             distribution=args.distribution,
         )
         check = None
-        if args.perf_analyzer and result.throughput_rps:
+        if args.perf_analyzer and result.throughput_rps and not args.protocol.endswith("-shm"):
             try:
                 check = cross_check(endpoint, args.model, args.protocol, args.concurrency, args.duration)
             except PerfAnalyzerError as exc:
@@ -409,6 +409,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
         _print_analysis(result, stability)
         print(f"  payload bytes  sent {result.request_bytes}  received {result.response_bytes}")
+        if result.protocol.endswith("-shm"):
+            print(
+                f"  shared memory  {result.shm_bytes} tensor bytes (inputs and outputs, never on the socket)"
+            )
         _print_bytes_per_request(result.wire)
     for message in result.error_messages:
         print(f"error: {message}", file=sys.stderr)
@@ -477,7 +481,7 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
         "request counted in a separate untimed pass (never while timing).",
     )
     p.add_argument("--model", required=True)
-    p.add_argument("--protocol", required=True, choices=PROTOCOLS)
+    p.add_argument("--protocol", required=True, choices=BENCH_PROTOCOLS)
     p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
     p.add_argument(
         "--duration",

@@ -1,8 +1,9 @@
 """Triton's KServe-v2 REST API, every call the app makes that is not a timed inference.
 
 Health, metadata, config, statistics, the repository API (index, load with a config override or files,
-unload) and trace settings. One ``http.client`` connection per call: thread-safe, no gevent (``tritonclient.http``
-runs on gevent and fails when a client crosses threads, and Streamlit runs each script run on its own thread).
+unload), trace settings and system shared-memory regions. One ``http.client`` connection per call: thread-safe,
+no gevent (``tritonclient.http`` runs on gevent and fails when a client crosses threads, and Streamlit runs each
+script run on its own thread).
 
 Every function takes ``target``: an :class:`~triton_kitchen.endpoint.Endpoint` (its HTTP address; its
 headers unlock the restricted repository and trace APIs of the embedded server) or an HTTP ``host:port``.
@@ -224,3 +225,28 @@ def update_trace_settings(
     """Change trace settings (``{"trace_level": ["TIMESTAMPS"], "trace_rate": "1", ...}``; ``None`` as a value
     clears a model's own setting); returns the settings now in force."""
     return call_json(target, "POST", _trace_path(model), settings, headers, timeout)
+
+
+# -- system shared memory --------------------------------------------------------------------------
+def register_system_shm(
+    target: Endpoint | str,
+    name: str,
+    key: str,
+    byte_size: int,
+    offset: int = 0,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> None:
+    """Tell the server about a POSIX shared-memory region (``key``: its ``/name`` in /dev/shm) as ``name``."""
+    body = {"key": key, "offset": offset, "byte_size": byte_size}
+    call_json(target, "POST", f"/v2/systemsharedmemory/region/{name}/register", body, None, timeout)
+
+
+def unregister_system_shm(target: Endpoint | str, name: str = "", timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    """Make the server let go of region ``name`` (every region when empty)."""
+    path = f"/v2/systemsharedmemory/region/{name}/unregister" if name else "/v2/systemsharedmemory/unregister"
+    call_json(target, "POST", path, {}, None, timeout)
+
+
+def system_shm_status(target: Endpoint | str, timeout: float = DEFAULT_TIMEOUT_S) -> list[dict]:
+    """The system shared-memory regions the server has registered (``name``, ``key``, ``offset``, ``byte_size``)."""
+    return get_json(target, "/v2/systemsharedmemory/status", timeout) or []

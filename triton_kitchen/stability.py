@@ -21,7 +21,7 @@ from triton_kitchen.bench import (
     set_wire_totals,
 )
 from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols import ProtocolError, sample_inputs
+from triton_kitchen.protocols import ProtocolError, base_protocol, sample_inputs
 
 STABILITY_PCT = 10.0  # perf_analyzer's default --stability-percentage
 STABLE_WINDOWS = 3  # the last three windows must agree (perf_analyzer's rule)
@@ -75,6 +75,7 @@ def merge_windows(windows: list[BenchResult]) -> BenchResult:
         merged.errors += w.errors
         merged.request_bytes += w.request_bytes
         merged.response_bytes += w.response_bytes
+        merged.shm_bytes += w.shm_bytes
         merged.window_s += w.window_s
         merged.latencies_ms += w.latencies_ms
         merged.late += w.late
@@ -111,7 +112,7 @@ def run_stable(
     merged (fewer when the run ended early) and whether they were stable, with every window's figures."""
     if kwargs.get("inputs") is None:  # one request for every window (and for the wire count)
         try:
-            info, kwargs["inputs"] = sample_inputs(endpoint, model, protocol)
+            info, kwargs["inputs"] = sample_inputs(endpoint, model, base_protocol(protocol))
             kwargs.setdefault("output_names", [o.name for o in info.outputs])
         except ProtocolError:  # run_bench reports a dead or wrong server its own way
             r = run_bench(endpoint, model, protocol, concurrency, window_s, warmup_s=warmup_s, **kwargs)

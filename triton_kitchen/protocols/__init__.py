@@ -9,6 +9,8 @@ extension (tritonclient's default), and gRPC; and two ways to stream.
   :func:`compare_protocols` sends one input three ways and checks the outputs agree.
 - :mod:`.metadata`: inputs for any model synthesized from its metadata (:func:`synthesize_inputs`), so
   protocols can be compared on models this repository does not know.
+- :mod:`.shm`: system shared memory as a transport (``http-shm``, ``grpc-shm``: :class:`ShmCaller`); the tensors
+  go through a registered region, the request carries its name and offsets.
 - :mod:`.streaming`: the decoupled ``streamer`` over gRPC ``ModelStreamInfer`` and over HTTP Server-Sent
   Events: each token's arrival, time to first token, inter-token gaps.
 
@@ -34,6 +36,14 @@ from triton_kitchen.protocols.metadata import (
     sample_inputs,
     synthesize_inputs,
 )
+from triton_kitchen.protocols.shm import (
+    BENCH_PROTOCOLS,
+    SHM_PROTOCOLS,
+    ShmCaller,
+    base_protocol,
+    check_bench_protocol,
+    make_caller,
+)
 from triton_kitchen.protocols.streaming import (
     DEFAULT_DELAY_MS,
     STREAM_MODEL,
@@ -57,6 +67,12 @@ from triton_kitchen.protocols.wire import (
 from triton_kitchen.samples import image_tensor, sample_jpeg
 
 __all__ = [
+    "BENCH_PROTOCOLS",
+    "SHM_PROTOCOLS",
+    "ShmCaller",
+    "base_protocol",
+    "check_bench_protocol",
+    "make_caller",
     "COMPRESSIONS",
     "CallResult",
     "Caller",

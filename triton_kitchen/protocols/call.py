@@ -65,6 +65,7 @@ class CallResult:
     request_bytes: int  # HTTP: the body as sent (gzip included); gRPC: the ModelInferRequest protobuf
     response_bytes: int  # the response body / protobuf as received
     binary_inputs: list[str] = field(default_factory=list)  # http-json: inputs JSON cannot carry
+    shm_bytes: int = 0  # tensor bytes that went through shared memory instead (protocols.shm)
 
 
 def _not_utf8(array: np.ndarray) -> bool:
@@ -205,7 +206,7 @@ class Caller:
         result = httpclient.InferResult.from_response_body(
             raw, False, int(header_length) if header_length else None, resp.getheader("Content-Encoding")
         )
-        outputs = {o["name"]: result.as_numpy(o["name"]) for o in result.get_response().get("outputs", [])}
+        outputs = self._http_outputs(result)
         return CallResult(
             self.protocol, self.model, outputs, ms, len(body), len(raw), list(self.binary_inputs)
         )
@@ -252,9 +253,16 @@ class Caller:
                 self.close()
             raise ProtocolError(exc.message() or str(exc), kind) from exc
         ms = (time.perf_counter() - t0) * 1000
-        result = grpcclient.InferResult(response)
-        outputs_np = {o.name: result.as_numpy(o.name) for o in response.outputs}
+        outputs_np = self._grpc_outputs(response)
         return CallResult(self.protocol, self.model, outputs_np, ms, request.ByteSize(), response.ByteSize())
+
+    # the outputs of an answer (protocols.shm reads those in shared memory) -----------------------------
+    def _http_outputs(self, result: httpclient.InferResult) -> dict[str, np.ndarray]:
+        return {o["name"]: result.as_numpy(o["name"]) for o in result.get_response().get("outputs", [])}
+
+    def _grpc_outputs(self, response) -> dict[str, np.ndarray]:
+        result = grpcclient.InferResult(response)
+        return {o.name: result.as_numpy(o.name) for o in response.outputs}
 
     # ---------------------------------------------------------------------------------------------------
     def call(self, timeout_s: float | None = None) -> CallResult:

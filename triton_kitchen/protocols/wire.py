@@ -11,6 +11,7 @@ import numpy as np
 
 from triton_kitchen.endpoint import Endpoint, split_host_port
 from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, PROTOCOLS, Caller
+from triton_kitchen.protocols.shm import base_protocol, make_caller
 from triton_kitchen.samples import image_tensor
 from triton_kitchen.tensors import array_bytes
 
@@ -154,9 +155,9 @@ def measure_protocol(
 
     The first call opens the connection (TCP, and for gRPC the HTTP/2 preface and SETTINGS); the
     steady-state figure averages the following ``calls`` on the open connection."""
-    target = endpoint.grpc_url if protocol == "grpc" else endpoint.http_url
+    target = endpoint.grpc_url if base_protocol(protocol) == "grpc" else endpoint.http_url
     with CountingProxy(target) as proxy:
-        caller = Caller(
+        caller = make_caller(
             endpoint,
             protocol,
             model,
