@@ -12,7 +12,7 @@ import os
 import streamlit as st
 
 import ui.warmup  # noqa: F401 - first, before any page: see its docstring
-from ui import i18n, pages
+from ui import classroom, i18n, pages
 from ui.sidebar import render_sidebar
 
 LOG_LEVEL_ENV = "TRITON_KITCHEN_LOG_LEVEL"
@@ -57,13 +57,22 @@ def run() -> None:
     home_alias = st.Page(
         home, title=t("page.home"), icon="🍳", url_path=pages.HOME_ALIAS_URL, visibility="hidden"
     )
+    sections = {
+        t("nav.lessons"): [welcome, *_st_pages(pages.CHAPTERS), home_alias],
+        t("nav.labs"): _st_pages(pages.LABS),
+    }
+    if i18n.teacher_view_on():  # a class, and this session gave the teacher's token
+        sections[t("nav.teacher")] = [
+            st.Page(
+                pages.TEACHER.path, title=t(pages.TEACHER.title_key), url_path=pages.TEACHER.url, icon="🧑‍🏫"
+            )
+        ]
     page = st.navigation(
-        {
-            t("nav.lessons"): [welcome, *_st_pages(pages.CHAPTERS), home_alias],
-            t("nav.labs"): _st_pages(pages.LABS),
-        }
+        sections,
     )
     render_sidebar()
+    classroom.render_join()  # the student's nickname and class: answers and lab results that last
+    classroom.note_page(page.url_path)
     page.run()
 
 

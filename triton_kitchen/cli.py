@@ -20,6 +20,7 @@ from pathlib import Path
 
 from triton_kitchen import kserve
 from triton_kitchen.bench import DISTRIBUTIONS, MAX_CONCURRENCY, MAX_DURATION_S, MAX_REQUEST_RATE, WireCount
+from triton_kitchen.cli_class import add_class_parser
 from triton_kitchen.cli_simulate import add_simulate_parser
 from triton_kitchen.cli_trace import add_trace_parser
 from triton_kitchen.config import ConfigError, load_repository
@@ -539,6 +540,7 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
 
 
 subcommand(add_simulate_parser)
+subcommand(add_class_parser)
 subcommand(add_trace_parser)
 
 

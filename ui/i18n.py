@@ -89,6 +89,17 @@ def is_teacher() -> bool:
     return _on_this_machine()
 
 
+def class_mode() -> bool:
+    """The app serves a class: TRITON_KITCHEN_TEACHER_TOKEN is set, so the server's controls live in the
+    teacher's view, and nobody else has them."""
+    return bool(os.environ.get(TEACHER_TOKEN_ENV, ""))
+
+
+def teacher_view_on() -> bool:
+    """The teacher's view is open to this session: a class (the token is set) and the token was given."""
+    return class_mode() and is_teacher()
+
+
 def _on_this_machine() -> bool:
     """True for a browser on the machine that runs the app (Streamlit reports localhost as no address)."""
     try:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from triton_kitchen import lessons
-from ui import errors, i18n
+from ui import classroom, errors, i18n
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -52,6 +52,8 @@ QUIZ_SEED = "tk_quiz_seed"  # this visit's seed for the choice order
 
 
 def _progress() -> lessons.QuizProgress:
+    if QUIZ_STATE not in st.session_state:  # a new session: a student's saved answers come back
+        st.session_state[QUIZ_STATE] = classroom.saved_quiz()
     return lessons.QuizProgress.from_dict(st.session_state.get(QUIZ_STATE))
 
 
@@ -72,8 +74,11 @@ def _check(chapter: int, q: lessons.Question) -> None:
     if choice is None:
         return
     progress = _progress()
-    progress.answer(q, int(choice))  # records the first check only
+    first = not progress.checked(chapter, q.id)
+    ok = progress.answer(q, int(choice))  # records the first check only
     st.session_state[QUIZ_STATE] = progress.to_dict()
+    if first:
+        classroom.record_answer(chapter, q.id, int(choice), ok)
 
 
 def _reset(chapter: int, questions: list[lessons.Question]) -> None:

@@ -46,3 +46,7 @@ def url_of(path: str) -> str:
         if page.path == path:
             return page.url
     raise KeyError(f"no page for {path}")
+
+
+# the teacher's desk: in the navigation only for a class's teacher (``i18n.teacher_view_on``), not in PAGES
+TEACHER = PageSpec("views/teacher.py", "teacher", "page.teacher", "🧑‍🏫")

@@ -241,9 +241,17 @@ def _embedded_details(embedded) -> None:
             log.code(split_log(previous, hide)[0], language=None, wrap_lines=True)
 
 
+def server_controls() -> None:
+    """Which server, and (embedded) restart and auto-restart: the sidebar's for one person's app, the teacher's
+    view's in a class."""
+    _server_choice()
+    if server.server_mode() == "embedded":
+        _teacher_controls()
+
+
 def render_sidebar() -> ServerStatus | None:
     """Draw the sidebar; returns the server status of this run (None when the embedded server is down)."""
-    teacher = i18n.is_teacher()
+    teacher = i18n.is_teacher() and not i18n.class_mode()  # in a class the controls are in the teacher's view
     with st.sidebar:
         _language_switch()
         st.subheader(t("sidebar.server"))

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import batching, bench
-from ui import batching_why, errors, state, tables
+from ui import batching_why, classroom, errors, state, tables
 from ui.state import t
 
 st.title(t("lab_batching.title"))
@@ -71,6 +71,7 @@ if run:
         )
         if result is not state.BUSY:
             st.session_state["batch_result"] = result
+            classroom.record_batching(result)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
         errors.show_error(exc)
     state.say_if_stopped_by_death()

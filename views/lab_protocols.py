@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import bench, catalog, protocols
-from ui import batching_why, state, tables
+from ui import batching_why, classroom, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.state import protocol_label, protocol_labeller, t
@@ -274,6 +274,7 @@ with tab_load:
         state.say_if_stopped_by_death()
         st.session_state["proto_load"] = results
         st.session_state["proto_load_wire"] = wire
+        classroom.record_protocol_runs(results)
     results = st.session_state.get("proto_load") or []
     load_wire = st.session_state.get("proto_load_wire") or {}
     if results:

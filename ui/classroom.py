@@ -1,0 +1,180 @@
+"""The student's side of the class: joining with a nickname and class code, kept in the URL
+(``?student=NAME&class=CODE``) and in the browser's localStorage, and quiz answers and lab results written to
+the class database (``triton_kitchen.classroom``).  Without a student nothing is written: a learner alone keeps
+the session-only quiz of before."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import streamlit as st
+import streamlit.components.v1 as components
+
+from triton_kitchen import classroom
+from ui.i18n import t
+
+log = logging.getLogger(__name__)
+
+_STUDENT_KEY = "tk_student"  # (nickname, class code) of this session once joined
+_REMEMBERED = "tk_student_remembered"  # the browser's localStorage was written / read this session
+STORAGE_KEY = "triton-kitchen-student"
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> classroom.ClassStore:
+    """The app-wide class database (one engine and connection pool for every session)."""
+    return classroom.ClassStore()
+
+
+def current_student() -> classroom.Student | None:
+    """The student of this session: from the URL, else remembered in the session (a page switch drops the
+    query string, and the URL is put back)."""
+    from_url = classroom.student_from(st.query_params.get("student"), st.query_params.get("class"))
+    if from_url is not None:
+        st.session_state[_STUDENT_KEY] = (from_url.nickname, from_url.class_code)
+        return from_url
+    kept = st.session_state.get(_STUDENT_KEY)
+    if kept:
+        st.query_params["student"], st.query_params["class"] = kept
+        return classroom.Student(*kept)
+    return None
+
+
+def _join(nickname: str, class_code: str) -> None:
+    nickname, class_code = nickname.strip(), class_code.strip()
+    if not classroom.valid(nickname) or not classroom.valid(class_code):
+        st.session_state["tk_join_error"] = True
+        return
+    st.session_state.pop("tk_join_error", None)
+    st.session_state[_STUDENT_KEY] = (nickname, class_code)
+    st.session_state.pop(_REMEMBERED, None)  # write the new name to the browser
+    st.session_state.pop("tk_quiz", None)  # the quiz is read again, from this student's saved answers
+    st.query_params["student"], st.query_params["class"] = nickname, class_code
+
+
+def _leave() -> None:
+    st.session_state.pop(_STUDENT_KEY, None)
+    st.session_state.pop("tk_quiz", None)
+    st.session_state[_REMEMBERED] = "forget"
+    for p in ("student", "class"):
+        st.query_params.pop(p, None)
+
+
+def _browser_memory(student: classroom.Student | None) -> None:
+    """Once per session: write the student to localStorage, or (no student in the URL) put a remembered one
+    back into the URL, so that a return visit finds its answers.  Values go through JSON, never as HTML."""
+    state = st.session_state.get(_REMEMBERED)
+    if state == "done":
+        return
+    if state == "forget":
+        script = f"window.parent.localStorage.removeItem({json.dumps(STORAGE_KEY)});"
+    elif student is not None:
+        value = json.dumps({"student": student.nickname, "class": student.class_code})
+        script = f"window.parent.localStorage.setItem({json.dumps(STORAGE_KEY)}, {json.dumps(value)});"
+    else:
+        script = f"""
+        const kept = JSON.parse(window.parent.localStorage.getItem({json.dumps(STORAGE_KEY)}) || "null");
+        const ok = (v) => typeof v === "string" && /^[A-Za-z0-9_-]{{1,32}}$/.test(v);
+        if (kept && ok(kept.student) && ok(kept.class)) {{
+          const url = new URL(window.parent.location.href);
+          if (!url.searchParams.get("student")) {{
+            url.searchParams.set("student", kept.student);
+            url.searchParams.set("class", kept.class);
+            window.parent.location.replace(url.toString());
+          }}
+        }}"""
+    components.html(f"<script>{script}</script>", height=0)
+    st.session_state[_REMEMBERED] = "done"
+
+
+def render_join() -> classroom.Student | None:
+    """The sidebar's class box: who you are in the class (or a form to join one)."""
+    student = current_student()
+    with st.sidebar:
+        _browser_memory(student)
+        if student is not None:
+            st.caption(t("class.joined", student=student.nickname, code=student.class_code))
+            st.button(t("class.leave"), key="tk_class_leave", on_click=_leave, type="tertiary")
+            return student
+        with st.popover(t("class.join_title"), icon="🎒", width="stretch"):
+            with st.form("tk_class_join", border=False):
+                nickname = st.text_input(t("class.nickname"), max_chars=32, help=t("class.rule"))
+                code = st.text_input(t("class.code"), max_chars=32, help=t("class.rule"))
+                if st.form_submit_button(t("class.join"), type="primary"):
+                    _join(nickname, code)
+                    st.rerun()
+            if st.session_state.get("tk_join_error"):
+                st.error(t("class.invalid"))
+    return None
+
+
+def note_page(page: str) -> None:
+    """Who is on which page now (for the teacher): written when the page changes, at most once a minute else."""
+    student = current_student()
+    if student is None:
+        return
+    import time
+
+    last = st.session_state.get("tk_noted_page")
+    if last and last[0] == page and time.time() - last[1] < 60:
+        return
+    st.session_state["tk_noted_page"] = (page, time.time())
+    try:
+        store().seen(student, page)
+    except Exception:  # noqa: BLE001 - the lesson must not fail because the class database did
+        log.warning("class database: could not note the page", exc_info=True)
+
+
+def saved_quiz() -> dict:
+    """The student's saved answers as ``QuizProgress`` data (the latest first-try of each question), {} when
+    there is no student or the database cannot be read."""
+    student = current_student()
+    if student is None:
+        return {}
+    try:
+        answers = store().latest_answers(student)
+    except Exception:  # noqa: BLE001
+        log.warning("class database: could not read the saved quiz", exc_info=True)
+        return {}
+    data: dict[str, dict] = {}
+    for a in answers:
+        data.setdefault(str(a.chapter), {})[a.question] = {"choice": a.choice, "correct": a.correct}
+    return data
+
+
+def record_answer(chapter: int, question: str, choice: int, correct: bool) -> None:
+    student = current_student()
+    if student is None:
+        return
+    try:
+        store().record_answer(student, chapter, question, choice, correct)
+    except Exception:  # noqa: BLE001 - shown, never lost silently: the answer stays in the session
+        log.error("class database: an answer was not saved", exc_info=True)
+        st.toast(t("class.not_saved"), icon="⚠️")
+
+
+def record_protocol_runs(results: list) -> None:
+    """The protocol lab's load runs, one row each; says on the page how many were kept for the teacher."""
+    saved = sum(record_lab("protocols", classroom.figures.protocol_run(r)) for r in results if r.requests)
+    if saved:
+        st.caption(t("class.saved_runs", n=saved))
+
+
+def record_batching(result: dict) -> None:
+    if result and result.get("on") and result.get("off") and record_lab("batching", classroom.figures.batching_run(result)):
+        st.caption(t("class.saved_runs", n=1))
+
+
+def record_lab(lab: str, figures: dict) -> bool:
+    """Keep what a lab run measured for the teacher's chart of the class; True when it was kept."""
+    student = current_student()
+    if student is None:
+        return False
+    try:
+        store().record_lab_run(student, lab, figures)
+        return True
+    except Exception:  # noqa: BLE001
+        log.error("class database: a lab run was not saved", exc_info=True)
+        st.toast(t("class.not_saved"), icon="⚠️")
+        return False
