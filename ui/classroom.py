@@ -162,7 +162,12 @@ def record_protocol_runs(results: list) -> None:
 
 
 def record_batching(result: dict) -> None:
-    if result and result.get("on") and result.get("off") and record_lab("batching", classroom.figures.batching_run(result)):
+    if (
+        result
+        and result.get("on")
+        and result.get("off")
+        and record_lab("batching", classroom.figures.batching_run(result))
+    ):
         st.caption(t("class.saved_runs", n=1))
 
 
