@@ -180,3 +180,35 @@ def test_app_reads_the_compose_environment(monkeypatch):
     ep = Endpoint.from_env()
     assert ep is not None and not ep.embedded
     assert (ep.http_url, ep.grpc_url) == ("triton:8000", "triton:8001")
+
+
+# -- the class compose file: replicas, sticky sessions, one PostgreSQL, the GPU Triton ------------------------
+CLASS = yaml.safe_load((ROOT / "docker-compose.class.yml").read_text())["services"]
+
+
+def test_class_compose_pins_each_browser_to_one_replica():
+    app = CLASS["app"]
+    assert app["deploy"]["replicas"] >= 2
+    labels = dict(label.split("=", 1) for label in app["labels"])
+    assert labels["traefik.http.services.kitchen.loadbalancer.sticky.cookie"] == "true"
+    assert labels["traefik.http.services.kitchen.loadbalancer.server.port"] == "8501"
+    assert "ports" not in app  # only the proxy is reachable
+    assert CLASS["proxy"]["ports"] == ["80:80"]
+
+
+def test_class_compose_shares_one_database_and_the_gpu_triton():
+    env = dict(e.split("=", 1) for e in CLASS["app"]["environment"] if "=" in e)
+    assert env["TRITON_KITCHEN_DATABASE_URL"].startswith("postgresql://kitchen:")
+    assert env["TRITON_KITCHEN_DATABASE_URL"].endswith("@postgres/kitchen")
+    assert env["TRITON_HTTP_URL"] == "triton:8000" and env["TRITON_GRPC_URL"] == "triton:8001"
+    assert "TRITON_KITCHEN_TEACHER_TOKEN" in CLASS["app"]["environment"]
+    assert CLASS["triton"]["extends"] == {"file": "docker-compose.gpu.yml", "service": "triton"}
+    assert CLASS["app"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    from sqlalchemy.engine import make_url
+
+    assert (
+        make_url(
+            env["TRITON_KITCHEN_DATABASE_URL"].replace("${KITCHEN_DB_PASSWORD:-change-me}", "x")
+        ).database
+        == "kitchen"
+    )
