@@ -108,3 +108,9 @@ def test_ctrl_c_during_a_run_unregisters_every_worker_region(server, arrays, pro
                         progress_every_s=0.05, server_side=False)  # fmt: skip
     assert len(seen[-1]) == 4  # four regions were registered when it was interrupted
     _nothing_left(server)
+
+
+def test_compression_is_refused_before_anything_starts(capsys):
+    assert cli.main(["bench", "--model", MODEL, "--protocol", "grpc-shm", "--compression", "gzip"]) == 2
+    assert "never cross the socket" in capsys.readouterr().err
+    assert leftover_regions() == []

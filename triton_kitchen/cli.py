@@ -341,6 +341,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.max_windows < 1:
         print("error: --max-windows must be at least 1", file=sys.stderr)
         return 2
+    if args.compression and args.protocol.endswith("-shm"):
+        print(
+            "error: --compression does not apply to shared memory: the tensors never cross the socket",
+            file=sys.stderr,
+        )
+        return 2
     server = None
     if args.url:
         url = host_port(args.url)

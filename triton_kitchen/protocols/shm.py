@@ -22,7 +22,6 @@ import atexit
 import os
 import secrets
 import threading
-import weakref
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -42,7 +41,7 @@ BYTES_PER_ELEMENT = 1024  # room for one BYTES output element (its 4-byte length
 REGION_PREFIX = "tk_shm_"
 UNREGISTER_TIMEOUT_S = 2.0
 
-_open: weakref.WeakSet[ShmCaller] = weakref.WeakSet()  # callers whose region exists, closed at exit
+_open: set[ShmCaller] = set()  # callers whose region exists (held, not weakly: closed at exit at the latest)
 _open_lock = threading.Lock()
 
 
