@@ -299,6 +299,10 @@ def test_cli_against_a_running_server(server, files, protocol, capsys):
             ["--model", "image_classifier", "--input", "{cat_jpg}", "--outputs", "logits"],
             "has no output logits",
         ),
+        (
+            ["--model", "classifier", "--input", "{cat_npy}", "--outputs", "top5"],
+            "no output top5; its outputs: logits",
+        ),
         (["--model", "streamer", "--input", "{cat_jpg}"], "decoupled"),
     ],
 )
@@ -333,3 +337,12 @@ def test_the_default_is_the_embedded_server_read_through_its_trace(server, files
     assert proc.returncode == 0 and doc["ok"] and doc["evidence"]["ran"] == "trace", proc.stderr
     assert doc["outputs"] == {"top5_labels": [1, 5]}
     assert proc.stderr.strip() == "starting the embedded tritonserver ..."
+
+
+def test_a_model_that_is_no_ensemble_is_its_own_one_step(server, files, capsys):
+    rc, doc, _ = _cli(
+        capsys, "--model", "classifier", "--input", str(files / "cat.npy"), "--url", server.http_url
+    )
+    assert rc == 0 and doc["outputs"] == {"logits": [1, 1000]} and doc["pruned"] == []
+    assert [(s["model"], s["ran"], s["version"]) for s in doc["steps"]] == [("classifier", True, 1)]
+    assert not any("other requests" in n for n in doc["evidence"]["notes"])

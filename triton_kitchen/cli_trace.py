@@ -96,6 +96,12 @@ def _report(args: argparse.Namespace) -> InsideReport:
             )  # fmt: skip
         arrays = read_inputs(args.input, info)
         outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
+        unknown = [o for o in outputs or [] if o not in {t.name for t in info.outputs}]
+        if unknown:
+            raise InsideError(
+                "bad_input",
+                f"{args.model} has no output {', '.join(unknown)}; its outputs: {', '.join(t.name for t in info.outputs)}",
+            )
         return look_inside(endpoint, args.model, arrays, outputs, args.protocol, args.timeout)
     finally:
         if server is not None:
@@ -104,7 +110,13 @@ def _report(args: argparse.Namespace) -> InsideReport:
 
 def _print(report: InsideReport) -> None:
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    verdict = "ok" if report.ok else f"FAILED at {report.failed_step or 'an undecided step'}"
+    verdict = (
+        "ok"
+        if report.ok
+        else f"FAILED at {report.failed_step}"
+        if report.failed_step
+        else "FAILED (no step named)"
+    )
     print(f"{report.model} over {report.protocol}: {verdict}")
     width = max([len(s.model) for s in report.steps] + [4])
     print(f"  {'step':<{width}}  version  ran   queue ms  compute ms")
