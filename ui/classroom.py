@@ -1,5 +1,5 @@
 """The student's side of the class: joining with a nickname and class code, kept in the URL
-(``?student=NAME&class=CODE``) and in the browser's localStorage, and quiz answers and lab results written to
+(``?student=NAME&class=CODE``) and in the browser (a cookie and localStorage), and quiz answers and lab results written to
 the class database (``triton_kitchen.classroom``).  Without a student nothing is written: a learner alone keeps
 the session-only quiz of before."""
 
@@ -12,6 +12,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from triton_kitchen import classroom
+from ui import i18n
 from ui.i18n import t
 
 log = logging.getLogger(__name__)
@@ -19,6 +20,8 @@ log = logging.getLogger(__name__)
 _STUDENT_KEY = "tk_student"  # (nickname, class code) of this session once joined
 _REMEMBERED = "tk_student_remembered"  # the browser's localStorage was written / read this session
 STORAGE_KEY = "triton-kitchen-student"
+COOKIE = "tk_student"  # "nickname:class", read back through st.context.cookies on the next visit
+COOKIE_DAYS = 180
 
 
 @st.cache_resource(show_spinner=False)
@@ -27,15 +30,29 @@ def store() -> classroom.ClassStore:
     return classroom.ClassStore()
 
 
+def _from_cookie() -> classroom.Student | None:
+    """The student this browser joined as on an earlier visit (the cookie ``_browser_memory`` wrote)."""
+    try:
+        raw = st.context.cookies.get(COOKIE, "")
+    except Exception:  # noqa: BLE001 - no browser (a bare script, some test harnesses)
+        return None
+    nickname, _, code = str(raw).partition(":")
+    return classroom.student_from(nickname, code)
+
+
 def current_student() -> classroom.Student | None:
     """The student of this session: from the URL, else remembered in the session (a page switch drops the
-    query string, and the URL is put back)."""
+    query string, and the URL is put back), else from this browser's earlier visit."""
     from_url = classroom.student_from(st.query_params.get("student"), st.query_params.get("class"))
     if from_url is not None:
         st.session_state[_STUDENT_KEY] = (from_url.nickname, from_url.class_code)
         return from_url
     kept = st.session_state.get(_STUDENT_KEY)
+    if kept is None and st.session_state.get(_REMEMBERED) != "forget":
+        back = _from_cookie()
+        kept = (back.nickname, back.class_code) if back is not None else None
     if kept:
+        st.session_state[_STUDENT_KEY] = kept
         st.query_params["student"], st.query_params["class"] = kept
         return classroom.Student(*kept)
     return None
@@ -62,28 +79,24 @@ def _leave() -> None:
 
 
 def _browser_memory(student: classroom.Student | None) -> None:
-    """Once per session: write the student to localStorage, or (no student in the URL) put a remembered one
-    back into the URL, so that a return visit finds its answers.  Values go through JSON, never as HTML."""
+    """Once per session: keep the student in this browser (a cookie the next visit's websocket carries, read
+    with ``st.context.cookies``, and localStorage), or forget it after "leave".  Values are checked names,
+    passed through JSON, never as HTML."""
     state = st.session_state.get(_REMEMBERED)
-    if state == "done":
+    if state == "done" or (state is None and student is None):
         return
     if state == "forget":
-        script = f"window.parent.localStorage.removeItem({json.dumps(STORAGE_KEY)});"
-    elif student is not None:
-        value = json.dumps({"student": student.nickname, "class": student.class_code})
-        script = f"window.parent.localStorage.setItem({json.dumps(STORAGE_KEY)}, {json.dumps(value)});"
+        script = (
+            f"window.parent.localStorage.removeItem({json.dumps(STORAGE_KEY)});"
+            f"window.parent.document.cookie = {json.dumps(COOKIE + '=; path=/; max-age=0; SameSite=Lax')};"
+        )
     else:
-        script = f"""
-        const kept = JSON.parse(window.parent.localStorage.getItem({json.dumps(STORAGE_KEY)}) || "null");
-        const ok = (v) => typeof v === "string" && /^[A-Za-z0-9_-]{{1,32}}$/.test(v);
-        if (kept && ok(kept.student) && ok(kept.class)) {{
-          const url = new URL(window.parent.location.href);
-          if (!url.searchParams.get("student")) {{
-            url.searchParams.set("student", kept.student);
-            url.searchParams.set("class", kept.class);
-            window.parent.location.replace(url.toString());
-          }}
-        }}"""
+        value = json.dumps({"student": student.nickname, "class": student.class_code})
+        cookie = f"{COOKIE}={student.nickname}:{student.class_code}; path=/; max-age={COOKIE_DAYS * 86400}; SameSite=Lax"
+        script = (
+            f"window.parent.localStorage.setItem({json.dumps(STORAGE_KEY)}, {json.dumps(value)});"
+            f"window.parent.document.cookie = {json.dumps(cookie)};"
+        )
     components.html(f"<script>{script}</script>", height=0)
     st.session_state[_REMEMBERED] = "done"
 
@@ -91,6 +104,8 @@ def _browser_memory(student: classroom.Student | None) -> None:
 def render_join() -> classroom.Student | None:
     """The sidebar's class box: who you are in the class (or a form to join one)."""
     student = current_student()
+    if student is None and i18n.teacher_view_on():
+        return None  # the teacher is not a student
     with st.sidebar:
         _browser_memory(student)
         if student is not None:
