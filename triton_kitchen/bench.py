@@ -161,6 +161,10 @@ class BenchResult:
             out["server_note"] = self.server_note
         if self.protocol.endswith("-shm"):  # the tensors went through memory, not into request_bytes
             out["shm_bytes"] = self.shm_bytes
+        if (
+            self.wire is not None
+        ):  # the untimed pass's bytes per request (its first call opened the connection)
+            out["wire_per_request"] = asdict(self.wire)
         if self.request_rate is not None:
             out.update(request_rate=self.request_rate, distribution=self.distribution, late=self.late)
         return out
