@@ -31,7 +31,7 @@ from tritonclient.utils import InferenceServerException, serialize_byte_tensor, 
 
 from triton_kitchen import kserve
 from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, PROTOCOLS, Caller, CallResult, ProtocolError
+from triton_kitchen.protocols.call import PROTOCOLS, Caller, CallResult, ProtocolError
 from triton_kitchen.tensors import array_bytes, array_wire_name
 
 SHM_PROTOCOLS = ("http-shm", "grpc-shm")
@@ -69,26 +69,18 @@ class ShmCaller(Caller):
     ``protocol`` is ``http-shm`` or ``grpc-shm``; ``output_names`` default to all of the model's outputs."""
 
     def __init__(
-        self,
-        endpoint: Endpoint,
-        protocol: str,
-        model: str,
-        arrays: dict[str, np.ndarray],
-        output_names: list[str] | None = None,
-        compression: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        address: str | None = None,
-        reuse_request: bool = True,
+        self, endpoint: Endpoint, protocol: str, model: str, arrays: dict[str, np.ndarray], **kwargs
     ) -> None:
         if protocol not in SHM_PROTOCOLS:
             raise ValueError(f"ShmCaller takes {' or '.join(SHM_PROTOCOLS)}, not {protocol!r}")
-        if compression:
+        if kwargs.pop("compression", None):
             raise ValueError(
                 "compression does not apply to shared memory: the tensors do not cross the socket"
             )
-        super().__init__(
-            endpoint, BASE[protocol], model, arrays, output_names, None, timeout_s, address, True
+        kwargs["reuse_request"] = (
+            True  # the inputs are written once: the request names them, it never changes
         )
+        super().__init__(endpoint, BASE[protocol], model, arrays, **kwargs)
         self.endpoint = endpoint
         self.shm_protocol = protocol
         self.region = f"{REGION_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
@@ -191,32 +183,25 @@ class ShmCaller(Caller):
             _open.discard(self)
 
     # the request: the region's name and offsets instead of the tensors -------------------------------------
-    def encode_http(self) -> tuple[bytes, dict[str, str]]:
-        inputs = []
+    def _tensors(self, client) -> tuple[list, list]:
+        """InferInputs and InferRequestedOutputs of ``client`` (tritonclient.http or .grpc) naming the region."""
+        inputs, outputs = [], []
         for name, array in self.arrays.items():
-            t = httpclient.InferInput(name, list(array.shape), array_wire_name(array))
+            t = client.InferInput(name, list(array.shape), array_wire_name(array))
             t.set_shared_memory(self.region, self._inputs[name][1], self._inputs[name][0])
             inputs.append(t)
-        outputs = []
         for name, (offset, size) in self._outputs.items():
-            o = httpclient.InferRequestedOutput(name, binary_data=False)
-            o.set_shared_memory(self.region, size, offset)
-            outputs.append(o)
-        body, json_size = httpclient.InferenceServerClient.generate_request_body(inputs, outputs)
-        return body, {"Content-Type": "application/json"}
-
-    def grpc_request(self) -> tuple[list, list | None]:
-        inputs = []
-        for name, array in self.arrays.items():
-            t = grpcclient.InferInput(name, list(array.shape), array_wire_name(array))
-            t.set_shared_memory(self.region, self._inputs[name][1], self._inputs[name][0])
-            inputs.append(t)
-        outputs = []
-        for name, (offset, size) in self._outputs.items():
-            o = grpcclient.InferRequestedOutput(name)
+            o = client.InferRequestedOutput(name)
             o.set_shared_memory(self.region, size, offset)
             outputs.append(o)
         return inputs, outputs
+
+    def encode_http(self) -> tuple[bytes, dict[str, str]]:
+        body, _ = httpclient.InferenceServerClient.generate_request_body(*self._tensors(httpclient))
+        return body, {"Content-Type": "application/json"}  # no binary part: the tensors are in the region
+
+    def grpc_request(self) -> tuple[list, list | None]:
+        return self._tensors(grpcclient)
 
     # the answer: outputs read from the region ------------------------------------------------------------
     def _read(self, name: str, datatype: str, shape: list[int]) -> np.ndarray:
