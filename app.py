@@ -12,7 +12,7 @@ import os
 import streamlit as st
 
 import ui.warmup  # noqa: F401 - first, before any page: see its docstring
-from ui import classroom, i18n, pages
+from ui import classroom, i18n, pages, present
 from ui.sidebar import render_sidebar
 
 LOG_LEVEL_ENV = "TRITON_KITCHEN_LOG_LEVEL"
@@ -69,7 +69,9 @@ def run() -> None:
         ]
     page = st.navigation(
         sections,
+        position=present.nav_position(),  # projector mode (?present=1): the top bar, the sidebar is hidden
     )
+    present.apply()
     render_sidebar()
     classroom.render_join()  # the student's nickname and class: answers and lab results that last
     classroom.note_page(page.url_path)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from triton_kitchen import lessons
-from ui import classroom, errors, i18n
+from ui import classroom, errors, handouts, i18n
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -45,6 +45,8 @@ def render_lesson(
         _run_live(chapter, key, fn)
     st.divider()
     render_quiz(chapter)
+    st.divider()
+    handouts.download_buttons(chapter)  # to print: the lesson and quiz; the key for the teacher
 
 
 QUIZ_STATE = "tk_quiz"  # QuizProgress.to_dict(): the first checked answer of each question

@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
-from ui import state
+from ui import present, state
 from ui.lesson import render_lesson
 from ui.state import t
 
@@ -63,7 +63,7 @@ def editor() -> None:
                     width="stretch",
                 )
     if check.dot:  # the page's whole width: readable on a projector (a half column drew ~5 px text)
-        st.graphviz_chart(check.dot, width="stretch")
+        present.graphviz_chart(check.dot)
         st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
     with st.expander(t("ch2.glossary_title"), expanded=False):
         st.markdown(t("ch2.glossary"))

@@ -7,7 +7,7 @@ import streamlit as st
 from triton_kitchen import catalog, experiments, repository
 from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import ModelEntry
-from ui import state
+from ui import present, state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
 from ui.state import t
@@ -38,7 +38,7 @@ def _draw(name: str) -> None:
     if entry is None or entry.config is None:
         state.show_error("model_not_ready", name)
         return
-    st.graphviz_chart(_dot(name, state.lang(), catalog.fingerprint()), width="stretch")
+    present.graphviz_chart(_dot(name, state.lang(), catalog.fingerprint()))
     st.caption(t("ch3.drawn_from", model=name))
 
 

@@ -14,7 +14,7 @@ from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import parse_config
 from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
 from triton_kitchen.experiments import cascade_call
-from ui import errors, state
+from ui import errors, present, state
 from ui.lesson import render_lesson
 from ui.state import t
 
@@ -44,7 +44,7 @@ def _order() -> None:
         st.success(t("ch8.m2_ok"), icon="✅")
         stages = check.dag.stages
         st.caption(t("ch8.m2_stages", stages=" | ".join(", ".join(s) for s in stages)))
-    st.graphviz_chart(check.dot, width="stretch")
+    present.graphviz_chart(check.dot)
 
 
 def _binary_default() -> None:
