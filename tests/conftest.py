@@ -73,16 +73,30 @@ def _page_urls() -> dict[str, str]:
     return {page.path: page.url for page in PAGES}
 
 
-def switch_page(at, page: str):
+def switch_page(at, page: str, open_boxes: bool = True):
     """Like AppTest.switch_page, but through app.py's st.navigation (pages are st.Page objects whose
     hash is their URL path, from the page table ui/pages.py, so the page runs inside the app, sidebar
-    included)."""
+    included). With ``open_boxes`` every lesson section and quiz is open, as for a reader who opened them
+    all (a fresh page draws only the first section: ``ui.lesson.lazy_box``, tested with ``open_boxes=False``)."""
     from streamlit.util import calc_hash
 
     from ui.pages import url_of
 
     at._page_hash = calc_hash(url_of(page))  # AppTest has no public way to pick an st.Page
+    if open_boxes:
+        open_every_box(at)
     return at
+
+
+def open_every_box(at) -> None:
+    """Every chapter's section boxes and quiz box open in this AppTest's session (``ui.lesson.OPEN_BOXES``)."""
+    from triton_kitchen import lessons
+    from ui import lesson
+
+    boxes = {lesson.quiz_key(ch): True for ch in lessons.CHAPTERS}
+    for ch in lessons.CHAPTERS:
+        boxes |= {lesson.section_key(ch, key): True for key in lessons.load_lesson(ch, "en").sections}
+    at.session_state[lesson.OPEN_BOXES] = boxes
 
 
 # -- the app in a real browser ---------------------------------------------------------------------------

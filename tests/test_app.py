@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import catalog, lessons
 from triton_kitchen.demo import MISTAKES, SAMPLE_PHOTOS
+from ui import lesson as ui_lesson
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -152,6 +153,33 @@ def test_editor_syntax_error(remote):
     at.text_area(key="ch2_text").set_value("name: image_classifier\nplatform: ").run()
     assert not at.exception
     assert at.error
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_lesson_sections_drawn_when_opened(remote, lang):
+    """A fresh chapter draws its first section, every other section's heading (a closed box: no text, no
+    widgets sent) and the quiz's closed box; an opened section shows its text and live element, and stays
+    open after a trip to another page."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = lang
+    switch_page(at, CHAPTER_PAGES[1], open_boxes=False).run()
+    assert not at.exception, [e.value for e in at.exception]
+    lesson = lessons.load_lesson(2, lang)
+    (first, *rest) = [lessons.split_heading(text.strip()) for text in lesson.sections.values()]
+    quiz = lessons.t("quiz.box", lang, total=len(lessons.load_quiz(2, lang)))
+    assert [e.label for e in at.main.expander] == [f"**{h}**" for h, _ in [first, *rest]] + [f"**{quiz}**"]
+    shown = [m.value for m in at.main.markdown]
+    assert first[1] in shown and not any(body in shown for _, body in rest)
+    quiz_radios = lambda: [r for r in at.main.radio if (r.key or "").startswith("tk_quiz")]  # noqa: E731
+    assert not quiz_radios() and not at.text_area  # the quiz is closed; the editor is in the closed 2nd section
+    at.session_state[ui_lesson.section_key(2, "config")] = True  # what a click on its heading does
+    at.run()
+    assert rest[0][1] in [m.value for m in at.main.markdown] and at.text_area(key="ch2_text")
+    switch_page(at, CHAPTER_PAGES[0], open_boxes=False).run()
+    assert rest[0][1] not in [m.value for m in at.main.markdown]
+    switch_page(at, CHAPTER_PAGES[1], open_boxes=False).run()
+    assert not at.exception and at.text_area(key="ch2_text"), "the opened section closed on the way back"
+    assert not quiz_radios()
 
 
 QUIZ_CH = 2

@@ -142,8 +142,29 @@ def test_classify_and_switch_language(app_url, browser):
     page.close()
 
 
+_CLOSED_BOXES = ", ".join(  # a lesson's section and quiz boxes (ui.lesson.lazy_box), closed
+    f'[data-testid="stMain"] [class*="st-key-{prefix}"] > [data-testid="stExpander"] > details:not([open]) > summary'
+    for prefix in ("tk_section_", "tk_quiz_open_")
+)
+
+
+def open_lesson_boxes(page) -> int:
+    """Open every closed section and quiz box, as a reader clicking each heading (each click reruns the
+    page, which then draws the box's content); how many were opened."""
+    for opened in range(30):
+        closed = page.locator(_CLOSED_BOXES)
+        if closed.count() == 0:
+            return opened
+        closed.first.click()
+        page.wait_for_timeout(300)
+        wait_until_done(page)
+    raise AssertionError("boxes keep closing")
+
+
 def test_editor_error_in_browser(app_url, browser):
     _, page = open_and_shoot(browser, f"{app_url}/ch2?lang=en", "ch2_editor")
+    assert page.locator("textarea").count() == 0  # the editor's section is closed on a first visit
+    assert open_lesson_boxes(page) == 4  # three sections and the quiz
     box = page.locator("textarea").first
     text = box.input_value()
     box.fill(text.replace('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"'))
@@ -215,6 +236,8 @@ def test_zh_pages_render_chinese_right(app_url, browser):
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(f"{app_url}/{slug}?lang=zh", wait_until="domcontentloaded")
         wait_until_done(page)
+        if slug:
+            assert open_lesson_boxes(page) >= 2, name  # the whole chapter: its sections and quiz
         assert_no_exception(page, name)
         text = page.evaluate(_RENDERED_TEXT_JS)
         title = page.locator("h1").first.inner_text()

@@ -417,6 +417,24 @@ def test_no_seed_sentence_is_copied():
 # --- loader API ---------------------------------------------------------------------------
 
 
+def test_split_heading():
+    assert L.split_heading("## The model repository\n\nText\nmore\n") == (
+        "The model repository",
+        "Text\nmore\n",
+    )
+    assert L.split_heading("\n### 1. Pipeline ##\nBody") == ("1. Pipeline", "Body")
+    assert L.split_heading("Text first\n## Later heading\n") == ("", "Text first\n## Later heading\n")
+
+
+@pytest.mark.parametrize("lang", L.LANGS)
+def test_every_section_has_a_heading_and_text(lang):
+    """Pages show a section's heading as its box's label and the rest inside (ui.lesson.lazy_box)."""
+    for ch in L.CHAPTERS:
+        for key, text in L.load_lesson(ch, lang).sections.items():
+            heading, body = L.split_heading(text)
+            assert heading and body.strip() and not body.lstrip().startswith("#"), (ch, key)
+
+
 def test_sections_split_in_order():
     body = "Intro text\n\n<!-- section: a -->\nAlpha\n<!-- section: b -->\nBeta\n"
     assert L.split_sections(body) == {"intro": "Intro text\n", "a": "Alpha\n", "b": "Beta\n"}

@@ -134,6 +134,19 @@ def split_sections(body: str) -> dict[str, str]:
     return sections
 
 
+_HEADING_RE = re.compile(r"\A#{1,6}[ \t]+(.+?)[ \t#]*\n")
+
+
+def split_heading(section: str) -> tuple[str, str]:
+    """A section's leading Markdown heading apart from the rest: ``("The model repository", "text...")``;
+    ``("", section)`` when the section does not start with one (a page shows the heading as the label of the
+    section's box and the rest inside it)."""
+    match = _HEADING_RE.match(section.lstrip("\n"))
+    if match is None:
+        return "", section
+    return match.group(1).strip(), section.lstrip("\n")[match.end() :].lstrip("\n")
+
+
 @lru_cache(maxsize=64)
 def load_lesson(chapter: int, lang: str = DEFAULT_LANG) -> Lesson:
     path = lesson_path(chapter, lang)

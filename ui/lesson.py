@@ -26,7 +26,8 @@ def _run_live(chapter: int, name: str, fn: Callable[[], None]) -> None:
 def render_lesson(
     chapter: int, live: LiveElements | None = None, intro: Callable[[], None] | None = None
 ) -> None:
-    """Title and summary, each lesson section followed by its live element (keyed by section), quiz last."""
+    """Title and summary, each lesson section in its box (``lazy_box``: the first open, the others drawn when
+    the reader opens them) with its live element (keyed by section) after its text; the quiz's box last."""
     live = dict(live or {})
     try:
         lesson = lessons.load_lesson(chapter, i18n.lang())
@@ -37,16 +38,44 @@ def render_lesson(
     st.caption(lesson.summary)
     if intro is not None:
         _run_live(chapter, "intro", intro)
-    for key, text in lesson.sections.items():
-        st.markdown(text)
-        if key in live:
-            _run_live(chapter, key, live.pop(key))
+    for n, (key, text) in enumerate(lesson.sections.items()):
+        heading, body = lessons.split_heading(text)
+        box = lazy_box(section_key(chapter, key), f"**{heading or lesson.title}**", first=n == 0)
+        if box is None:
+            live.pop(key, None)
+            continue
+        with box:
+            st.markdown(body)
+            if key in live:
+                _run_live(chapter, key, live.pop(key))
     for key, fn in live.items():  # sections this language's text does not have: still show the element
         _run_live(chapter, key, fn)
-    st.divider()
     render_quiz(chapter)
     st.divider()
     handouts.download_buttons(chapter)  # to print: the lesson and quiz; the key for the teacher
+
+
+# {box key: open?}: which sections and quizzes the reader has open, kept across page switches
+OPEN_BOXES = "tk_open"
+
+
+def section_key(chapter: int, section: str) -> str:
+    return f"tk_section_{chapter}_{section}"
+
+
+def quiz_key(chapter: int) -> str:
+    return f"tk_quiz_open_{chapter}"
+
+
+def lazy_box(key: str, label: str, first: bool = False):
+    """An expander whose content is drawn only while it is open: a fresh page sends the first section and the
+    others' headings, not every section's text and widgets (Chromium's drawing, not the script, is what makes
+    a fresh tab slow). Open or closed as the reader left it, also after a page switch (Streamlit forgets a
+    widget that is not drawn); the first section starts open. Returns the open box, or None."""
+    remembered = st.session_state.setdefault(OPEN_BOXES, {})
+    box = st.expander(label, expanded=remembered.get(key, first), key=key, on_change="rerun")
+    remembered[key] = bool(box.open)
+    return box if box.open else None
 
 
 QUIZ_STATE = "tk_quiz"  # QuizProgress.to_dict(): the first checked answer of each question
@@ -113,12 +142,20 @@ def _feedback(q: lessons.Question, first: int, order: tuple[int, ...]) -> None:
 
 def render_quiz(chapter: int) -> None:
     """One radio per question in a shuffled order, a Check button; the first checked answer counts and
-    locks the question; feedback and explanation appear only after checking."""
-    st.header(t("quiz.title"))
+    locks the question; feedback and explanation appear only after checking. All in a box of its own, drawn
+    only while open (a fresh page draws the box's label)."""
     try:
         questions = lessons.load_quiz(chapter, i18n.lang())
     except lessons.LessonError:
         questions = []
+    box = lazy_box(quiz_key(chapter), f"**{t('quiz.box', total=len(questions))}**")
+    if box is None:
+        return
+    with box:
+        _questions(chapter, questions)
+
+
+def _questions(chapter: int, questions: list[lessons.Question]) -> None:
     if not questions:
         st.info(t("quiz.none"))
         return
