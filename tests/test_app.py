@@ -171,7 +171,8 @@ def test_lesson_sections_drawn_when_opened(remote, lang):
     shown = [m.value for m in at.main.markdown]
     assert first[1] in shown and not any(body in shown for _, body in rest)
     quiz_radios = lambda: [r for r in at.main.radio if (r.key or "").startswith("tk_quiz")]  # noqa: E731
-    assert not quiz_radios() and not at.text_area  # the quiz is closed; the editor is in the closed 2nd section
+    # the quiz is closed; the editor is in the closed 2nd section
+    assert not quiz_radios() and not at.text_area
     at.session_state[ui_lesson.section_key(2, "config")] = True  # what a click on its heading does
     at.run()
     assert rest[0][1] in [m.value for m in at.main.markdown] and at.text_area(key="ch2_text")

@@ -14,7 +14,7 @@ moving tensor on an edge).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from triton_kitchen import lessons
 from triton_kitchen.ensemble import Dag
@@ -37,6 +37,33 @@ COLOR_NAMES = {
     "ensemble_step": "purple",
     "stuck": "red",
 }
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A node's decoration on top of its usual look (:mod:`triton_kitchen.inside_dag` draws a request with them):
+    a fill, a border colour and width, a dashed outline, a font colour, and lines added under the label."""
+
+    fill: str | None = None
+    border: str | None = None
+    width: float | None = None
+    dashed: bool = False
+    font: str | None = None
+    lines: tuple[str, ...] = ()
+
+    def with_lines(self, *lines: str) -> Mark:
+        return replace(self, lines=self.lines + tuple(lines))
+
+    def attributes(self, style: str, fill: str) -> str:
+        """DOT attributes after the label: ``style`` and ``fill`` are the node's own, kept where unmarked."""
+        parts = [f'style="{style + ",dashed" if self.dashed else style}"', f'fillcolor="{self.fill or fill}"']
+        if self.border:
+            parts.append(f'color="{self.border}"')
+        if self.width:
+            parts.append(f"penwidth={self.width:g}")
+        if self.font:
+            parts.append(f'fontcolor="{self.font}"')
+        return ", ".join(parts)
 
 
 def colour_words(lang: str = "en") -> dict[str, str]:
@@ -279,8 +306,25 @@ def _q(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "LR") -> str:
-    """Graphviz DOT source (``st.graphviz_chart`` renders it in the browser)."""
+def to_dot(
+    dag: Dag,
+    lang: str = "en",
+    show_bytes: bool = True,
+    rankdir: str = "LR",
+    marks: dict[str, Mark] | None = None,
+) -> str:
+    """Graphviz DOT source (``st.graphviz_chart`` renders it in the browser). ``marks``: node id (a step id,
+    ``in:T``, ``out:T``) -> its :class:`Mark`; an edge touching a dashed node is drawn dashed and grey."""
+    marks = marks or {}
+
+    def node(nid: str, label: str, shape: str, style: str, fill: str) -> str:
+        mark = marks.get(nid)
+        if mark is None:
+            st = f'"{style}"' if "," in style else style
+            return f'{_q(nid)} [label={_q(label)}, shape={shape}, style={st}, fillcolor="{fill}"];'
+        label = "\n".join([label, *mark.lines])
+        return f"{_q(nid)} [label={_q(label)}, shape={shape}, {mark.attributes(style, fill)}];"
+
     out = [
         f"digraph {_q(dag.name)} {{",
         f"  rankdir={rankdir};",
@@ -291,9 +335,7 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
     for t in dag.inputs:
         tt = dag.tensor(t)
         label = f"{_word(lang, 'input')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
-        out.append(
-            f'  {_q("in:" + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor="{COLORS["input"]}"];'
-        )
+        out.append("  " + node("in:" + t, label, "ellipse", "filled", COLORS["input"]))
     groups: dict[str | None, list] = {}
     for s in dag.steps:
         groups.setdefault(s.group, []).append(s)
@@ -302,10 +344,7 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
         color = (
             COLORS["stuck"] if not s.stage else COLORS["ensemble_step"] if s.is_ensemble else COLORS["step"]
         )
-        return (
-            f'{_q(s.id)} [label={_q(step_label(s, lang))}, shape=box, style="rounded,filled", '
-            f'fillcolor="{color}"];'
-        )
+        return node(s.id, step_label(s, lang), "box", "rounded,filled", color)
 
     for g, members in groups.items():
         if g is None:
@@ -326,10 +365,10 @@ def to_dot(dag: Dag, lang: str = "en", show_bytes: bool = True, rankdir: str = "
     for t in dag.outputs:
         tt = dag.tensor(t)
         label = f"{_word(lang, 'output')}: {t}\n{short_type(tt.data_type)} {shape_text(tt.dims, tt.batched)}"
-        out.append(
-            f'  {_q("out:" + t)} [label={_q(label)}, shape=ellipse, style=filled, fillcolor="{COLORS["output"]}"];'
-        )
+        out.append("  " + node("out:" + t, label, "ellipse", "filled", COLORS["output"]))
     for u, v, tensor in dag.edges():
-        out.append(f"  {_q(u)} -> {_q(v)} [label={_q(tensor_label(dag, tensor, show_bytes))}];")
+        faded = any(marks.get(n) is not None and marks[n].dashed for n in (u, v))
+        extra = ', style=dashed, color="#c8c8c8", fontcolor="#9a9a9a"' if faded else ""
+        out.append(f"  {_q(u)} -> {_q(v)} [label={_q(tensor_label(dag, tensor, show_bytes))}{extra}];")
     out.append("}")
     return "\n".join(out) + "\n"

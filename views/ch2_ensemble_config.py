@@ -7,6 +7,7 @@ import streamlit as st
 from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
 from ui import present, state
+from ui.inside_dag import inside_view
 from ui.lesson import render_lesson
 from ui.state import t
 
@@ -65,6 +66,8 @@ def editor() -> None:
     if check.dot:  # the page's whole width: readable on a projector (a half column drew ~5 px text)
         present.graphviz_chart(check.dot)
         st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
+    with st.container(border=True):  # the loaded model, live: the text above is not sent
+        inside_view(MODEL, "ch2_inside", None)
     with st.expander(t("ch2.glossary_title"), expanded=False):
         st.markdown(t("ch2.glossary"))
 

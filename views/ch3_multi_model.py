@@ -9,6 +9,7 @@ from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import ModelEntry
 from ui import present, state
 from ui.image_picker import pick_image, show_classification
+from ui.inside_dag import inside_view
 from ui.lesson import page_link, render_lesson
 from ui.state import t
 
@@ -47,18 +48,21 @@ def pipeline() -> None:
 
 
 def parallel() -> None:
-    _draw(catalog.TTA_ENSEMBLE)
+    inside_view(catalog.TTA_ENSEMBLE, "ch3_par", None)  # the DAG, and one request on it
+    st.caption(t("ch3.drawn_from", model=catalog.TTA_ENSEMBLE))
     page_link("views/lab_flow.py", "ch3.to_flow_lab")
 
 
 def cascade() -> None:
-    _draw(catalog.CASCADE_ENSEMBLE)  # the page's whole width: a half column was unreadable on a projector
+    image = pick_image("ch3")
+    # the page's whole width: a half column was unreadable on a projector
+    inside_view(catalog.CASCADE_ENSEMBLE, "ch3_casc", image)
+    st.caption(t("ch3.drawn_from", model=catalog.CASCADE_ENSEMBLE))
     entry = _models().get(catalog.CASCADE_BLS)
     st.markdown(t("ch3.bls_note"))
     if entry is not None:
         st.code(entry.text, language="protobuf")
     st.markdown(f"**{t('ch3.compare_title')}**")
-    image = pick_image("ch3")
     ep = state.endpoint()
     if st.button(t("ch3.compare"), key="ch3_compare", type="primary", disabled=image is None or ep is None):
         results = {}

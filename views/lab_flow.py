@@ -8,6 +8,7 @@ from triton_kitchen import catalog, experiments, flow, kserve
 from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import state, tables
 from ui.image_picker import pick_image
+from ui.inside_dag import inside_view
 from ui.state import t
 
 st.title(t("lab_flow.title"))
@@ -92,6 +93,9 @@ if run is not None:
             flow.gantt(run, state.lang()), key="flow_gantt", width="stretch", config={"displayModeBar": False}
         )
     st.caption(t(f"lab_flow.source_{run.source}") + (f" — {run.timeline.note}" if run.timeline.note else ""))
+
+with st.container(border=True):
+    inside_view(model, "flow_inside", image, protocol)
 
 st.subheader(t("lab_flow.exp_title"))
 tabs = st.tabs(

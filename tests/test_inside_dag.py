@@ -1,0 +1,109 @@
+"""One request on the DAG (triton_kitchen.inside_dag, issue 13 §2): the failing step in red with Triton's message,
+pruned steps greyed and confirmed by the server's own counts, steps coloured by their measured time. The marks
+run offline on the repository's DAGs; the rest against the real embedded server over both protocols."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from triton_kitchen import diagram, inside, inside_dag, kserve
+
+PRUNED_FILL = f'fillcolor="{inside_dag.PRUNED.fill}"'
+
+
+def _node(dot: str, node_id: str) -> str:
+    line = next(x for x in dot.splitlines() if x.strip().startswith(f'"{node_id}" ['))
+    return line
+
+
+# -- offline --------------------------------------------------------------------------------------------
+def test_unmarked_drawing_is_the_plain_dag():
+    dag = inside_dag.repository_dag("image_classifier")
+    assert inside_dag.dot(dag) == diagram.to_dot(dag)
+
+
+def test_leaving_an_output_out_greys_the_steps_only_it_needs_as_a_prediction():
+    dag = inside_dag.repository_dag("second_opinion")
+    dot = inside_dag.dot(dag, "en", ["top5_labels", "top5_scores"])
+    coarse = _node(dot, "classifier_coarse")
+    assert "would be pruned (predicted)" in coarse and "dashed" in coarse and PRUNED_FILL in coarse
+    assert "not requested" in _node(dot, "out:coarse_logits")
+    for step in ("preprocess", "classifier", "postprocess"):
+        assert PRUNED_FILL not in _node(dot, step)
+    edge = next(x for x in dot.splitlines() if '-> "out:coarse_logits"' in x)
+    assert "style=dashed" in edge
+    zh = inside_dag.dot(dag, "zh", ["coarse_logits"])
+    assert "将被剪掉（预测）" in _node(zh, "classifier") and "将被剪掉" not in _node(zh, "classifier_coarse")
+
+
+def test_step_times_are_medians_over_the_requests_in_which_the_step_ran():
+    def report(times: dict[str, tuple[float, float] | None]) -> inside.InsideReport:
+        steps = [inside.StepReport(m, m, 1, v is not None, v and v[0], v and v[1]) for m, v in times.items()]
+        return inside.InsideReport("e", "grpc", True, None, None, steps, [], {})
+
+    reports = [
+        report({"a": (1.0, 10.0), "b": (0.0, 2.0)}),
+        report({"a": (3.0, 30.0), "b": None}),
+        report({"a": (2.0, 20.0), "b": (0.0, 4.0)}),
+    ]
+    times = inside_dag.step_times(reports)
+    assert times["a"] == inside_dag.StepTime(2.0, 20.0, 3) and times["b"] == inside_dag.StepTime(0.0, 3.0, 2)
+    assert times["a"].value("total") == 22.0 and times["b"].value("queue") == 0.0
+    assert inside_dag.shade(0.0, 10.0)[0] == inside_dag.SCALE[0]
+    assert inside_dag.shade(10.0, 10.0) == (inside_dag.SCALE[-1], "#ffffff")
+
+
+# -- live -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_a_text_file_sent_as_a_photo_turns_preprocess_red_with_tritons_message(server, protocol):
+    dag = inside_dag.repository_dag("image_classifier")
+    report = inside_dag.probe(server.endpoint, "image_classifier", inside_dag.NOT_AN_IMAGE, protocol=protocol)
+    assert not report.ok and report.failed_step == "preprocess"
+    for lang, failed_words in (("en", "failed here"), ("zh", "在这里失败")):
+        dot = inside_dag.dot(dag, lang, None, report, inside_dag.step_times([report]), "total")
+        pre = _node(dot, "preprocess")
+        assert failed_words in pre and 'color="#c0392b"' in pre and "penwidth=3" in pre
+        # the message on the node is Triton's own (preprocess's answer, behind the ensemble's prefix)
+        assert "not_an_image" in report.error and "not_an_image" in pre
+        for step in ("classifier", "postprocess"):
+            assert f'fillcolor="{inside_dag.NOT_RUN.fill}"' in _node(dot, step)
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_the_greyed_steps_are_the_ones_the_servers_counts_say_did_not_run(server, sample_jpegs, protocol):
+    dag = inside_dag.repository_dag("second_opinion")
+    jpeg = sample_jpegs["chelsea"]
+    inside_dag.probe(server.endpoint, "second_opinion", jpeg, protocol=protocol)  # warm every step
+    before = kserve.statistics(server.endpoint, "classifier_coarse")["model_stats"][0]["execution_count"]
+    outputs = ["top5_labels"]
+    report = inside_dag.probe(server.endpoint, "second_opinion", jpeg, outputs, protocol)
+    after = kserve.statistics(server.endpoint, "classifier_coarse")["model_stats"][0]["execution_count"]
+    assert report.ok and after == before  # Triton's own count: classifier_coarse did not execute
+    predicted, pruned, wrong = inside_dag.confirmation(dag, outputs, report)
+    assert predicted == pruned == ["classifier_coarse"] and wrong == []
+    dot = inside_dag.dot(dag, "en", outputs, report)
+    assert "pruned: did not run" in _node(dot, "classifier_coarse")
+    assert "not requested" in _node(dot, "out:top5_scores") and "not requested" in _node(
+        dot, "out:coarse_logits"
+    )
+    assert PRUNED_FILL not in _node(dot, "postprocess")
+
+
+def test_the_overlay_colours_each_step_by_its_measured_median(server, sample_jpegs):
+    reports = [
+        inside_dag.probe(server.endpoint, "tta_ensemble", sample_jpegs["coffee"], protocol="grpc")
+        for _ in range(3)
+    ]
+    assert all(r.ok for r in reports)
+    times = inside_dag.step_times(reports)
+    assert {sid: t.n for sid, t in times.items()} == {s.id: 3 for s in reports[0].steps}
+    dot = inside_dag.dot(inside_dag.repository_dag("tta_ensemble"), "en", None, reports[-1], times, "compute")
+    slowest = max(times, key=lambda sid: times[sid].compute_ms)
+    assert f'fillcolor="{inside_dag.SCALE[-1]}"' in _node(dot, slowest)
+    for sid, t in times.items():
+        line = _node(dot, sid)
+        assert f"compute {t.compute_ms:.2f} ms" in line and "(median of 3)" in line
+        fill = re.search(r'fillcolor="([^"]+)"', line).group(1)
+        assert fill == inside_dag.shade(t.compute_ms, times[slowest].compute_ms)[0]
