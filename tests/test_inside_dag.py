@@ -107,3 +107,13 @@ def test_the_overlay_colours_each_step_by_its_measured_median(server, sample_jpe
         assert f"compute {t.compute_ms:.2f} ms" in line and "(median of 3)" in line
         fill = re.search(r'fillcolor="([^"]+)"', line).group(1)
         assert fill == inside_dag.shade(t.compute_ms, times[slowest].compute_ms)[0]
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_a_tensor_input_ensemble_is_sent_the_photos_tensor(server, sample_jpegs, protocol):
+    dag = inside_dag.repository_dag("ensemble_pipeline")
+    assert not inside_dag.takes_bytes(dag)
+    report = inside_dag.probe(server.endpoint, "ensemble_pipeline", sample_jpegs["coffee"], protocol=protocol)
+    assert report.ok and report.outputs == {"output_label": [1, 1000]} and all(s.ran for s in report.steps)
+    with pytest.raises(inside.InsideError, match="not an image"):
+        inside_dag.input_arrays(dag, inside_dag.NOT_AN_IMAGE)

@@ -61,7 +61,7 @@ def input_arrays(dag: Dag, image: bytes) -> dict[str, np.ndarray]:
     from triton_kitchen.samples import image_tensor
 
     try:
-        return {name: image_tensor(image)[None]}
+        return {name: image_tensor(image)}
     except Exception as exc:  # Pillow's UnidentifiedImageError and friends: the client cannot even build it
         raise inside.InsideError("bad_input", f"not an image: {exc}") from exc
 

@@ -10,6 +10,7 @@ from ui import state, tables
 from ui.image_picker import pick_image
 from ui.inside_dag import inside_view
 from ui.state import t
+from ui.tensor_peek import peek_view
 
 st.title(t("lab_flow.title"))
 st.caption(t("lab_flow.intro"))
@@ -96,6 +97,8 @@ if run is not None:
 
 with st.container(border=True):
     inside_view(model, "flow_inside", image, protocol)
+with st.container(border=True):
+    peek_view(model, "flow", image, protocol)
 
 st.subheader(t("lab_flow.exp_title"))
 tabs = st.tabs(

@@ -1,0 +1,92 @@
+"""Tensor peek (triton_kitchen.peek, issue 13 §3): the tensors each step received and produced in one request,
+from Triton's level=TENSORS trace on the embedded server, or by calling each step where the trace is closed.
+The trace reader runs offline on bytes laid out as Triton 2.51 writes them; the rest against the real server."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from triton_kitchen import peek
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.samples import image_tensor
+
+# as Triton 2.51 writes a TENSORS trace: BYTES elements raw between \" quotes (no JSON escaping), numbers as text
+RAW = (
+    b'[{"id":2,"model_name":"step_a","model_version":1,"parent_id":1},'
+    b'{"id":2,"timestamps":[{"name":"REQUEST_START","ns":20}]},'
+    b'{"id":2,"activity":"TENSOR_QUEUE_INPUT","tensor":{"name":"x","data":"\\"\xff\xd8\xff\x00\\"q\\"","shape":"1,1","dtype":"BYTES"}},'
+    b'{"id":2,"activity":"TENSOR_BACKEND_OUTPUT","tensor":{"name":"y","data":"0.5,-1,2.25","shape":"1,3","dtype":"FP32"}},'
+    b'{"id":1,"model_name":"ens","model_version":1},'
+    b'{"id":1,"activity":"TENSOR_QUEUE_INPUT","tensor":{"name":"x","data":"\\"\xff\xd8\xff\x00\\"q\\"","shape":"1,1","dtype":"BYTES"}},'
+    b'{"id":1,"activity":"TENSOR_BACKEND_OUTPUT","tensor":{"name":"labels","data":"\\"tabby\\",\\"lynx\\"","shape":"1,2","dtype":"BYTES"}}]'
+)
+
+
+def test_a_tensors_trace_with_raw_bytes_is_read_without_a_json_parser():
+    p = peek.parse_tensor_trace(RAW, "ens")
+    assert p is not None and p.steps == ["step_a"] and p.source == "trace"
+    assert p.photo() == b'\xff\xd8\xff\x00\\"q'  # the raw bytes, a quote inside them included
+    (y,) = p.at("step_a", "output")
+    assert y.shape == [1, 3] and y.value.dtype == np.float32 and y.value.tolist() == [[0.5, -1.0, 2.25]]
+    (labels,) = p.at("ens", "output")
+    assert labels.value.ravel().tolist() == [b"tabby", b"lynx"] and peek.kind(labels) == "labels"
+    assert [(t.step, t.direction) for t in p.tensors] == [
+        ("ens", "input"), ("step_a", "input"), ("step_a", "output"), ("ens", "output"),
+    ]  # fmt: skip
+    assert peek.same_as(p, p.at("step_a", "input")[0]).step == "ens"  # the step's input is the ensemble's
+    assert peek.parse_tensor_trace(RAW, "other") is None
+
+
+def test_pixels_invert_the_classifiers_normalization(sample_jpegs):
+    x = image_tensor(sample_jpegs["coffee"])
+    pixels = peek.to_pixels(x[None])
+    assert pixels.shape == (224, 224, 3) and pixels.dtype == np.uint8
+    assert np.allclose((pixels.transpose(2, 0, 1).astype(np.float32) - 127) / 128, x, atol=1 / 128)
+
+
+# -- live -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_the_trace_holds_each_steps_real_tensors(server, sample_jpegs, protocol):
+    jpeg = sample_jpegs["chelsea"]
+    p = peek.peek(
+        server.endpoint, "image_classifier", {"image_bytes": np.array([[jpeg]], dtype=object)}, protocol
+    )
+    assert p.source == "trace" and p.steps == ["preprocess", "classifier", "postprocess"] and not p.notes
+    assert p.photo() == jpeg  # what the server received, byte for byte
+    img = p.image_tensor()
+    assert img.step == "preprocess" and img.shape == [1, 3, 224, 224] and peek.kind(img) == "image"
+    # preprocess's output as Triton wrote it (six significant digits) is the image's normalized tensor
+    assert np.allclose(img.value[0], image_tensor(jpeg), atol=1e-5)
+    logits = p.logits()
+    assert logits.step == "classifier" and peek.kind(logits) == "logits"
+    assert peek.same_as(p, p.at("classifier", "input")[0]) is img  # the classifier got preprocess's tensor
+    top5 = p.top5()
+    assert len(top5) == 5 and top5[0][0] in ("tabby, tabby cat", "tiger cat", "Egyptian cat")
+    scores = np.exp(logits.value.ravel() - logits.value.max())
+    assert abs(top5[0][1] - scores.max() / scores.sum()) < 1e-4  # the top score is the logits' softmax
+
+
+def test_without_the_trace_api_each_step_is_called_with_the_previous_steps_output(server, sample_jpegs):
+    """An address without the embedded server's key: the trace API refuses, and the steps are called in turn."""
+    jpeg = sample_jpegs["coffee"]
+    arrays = {"image_bytes": np.array([[jpeg]], dtype=object)}
+    closed = Endpoint(http_url=server.http_url, grpc_url=server.grpc_url)
+    p = peek.peek(closed, "image_classifier", arrays, "grpc")
+    assert p.source == "steps" and "no TENSORS trace" in p.notes[-1]
+    assert p.photo() == jpeg and np.allclose(p.image_tensor().value[0], image_tensor(jpeg), atol=1e-6)
+    assert p.top5()[0][0] == "espresso"
+    traced = peek.peek(server.endpoint, "image_classifier", arrays, "http")
+    assert traced.source == "trace"
+    assert np.allclose(traced.logits().value, p.logits().value, rtol=1e-4, atol=1e-4)
+
+
+def test_a_tensor_input_ensemble_shows_the_tensor_it_was_sent_and_its_probabilities(server, sample_jpegs):
+    x = image_tensor(sample_jpegs["chelsea"])
+    p = peek.peek(server.endpoint, "ensemble_pipeline", {"input_image": x}, "grpc")
+    assert p.source == "trace" and p.steps == ["classifier", "postprocess"] and p.photo() is None
+    sent = p.at("ensemble_pipeline", "input")[0]
+    assert peek.kind(sent) == "image" and np.allclose(sent.value, x, atol=1e-5)
+    (probs,) = p.at("postprocess", "output")
+    assert peek.kind(probs) == "probabilities" and peek.kind(p.logits()) == "logits"
+    assert int(np.argmax(probs.value)) == int(np.argmax(p.logits().value))
