@@ -89,14 +89,10 @@ def switch_page(at, page: str, open_boxes: bool = True):
 
 
 def open_every_box(at) -> None:
-    """Every chapter's section boxes and quiz box open in this AppTest's session (``ui.lesson.OPEN_BOXES``)."""
-    from triton_kitchen import lessons
+    """Every lazy box (lesson sections, quizzes, chapter 8's experiments) open in this AppTest's session."""
     from ui import lesson
 
-    boxes = {lesson.quiz_key(ch): True for ch in lessons.CHAPTERS}
-    for ch in lessons.CHAPTERS:
-        boxes |= {lesson.section_key(ch, key): True for key in lessons.load_lesson(ch, "en").sections}
-    at.session_state[lesson.OPEN_BOXES] = boxes
+    at.session_state[lesson.OPEN_BOXES] = {lesson.ALL_OPEN: True}
 
 
 # -- the app in a real browser ---------------------------------------------------------------------------

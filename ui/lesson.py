@@ -57,6 +57,7 @@ def render_lesson(
 
 # {box key: open?}: which sections and quizzes the reader has open, kept across page switches
 OPEN_BOXES = "tk_open"
+ALL_OPEN = "*"  # in OPEN_BOXES: every box the reader has not closed starts open (the tests' whole pages)
 
 
 def section_key(chapter: int, section: str) -> str:
@@ -73,7 +74,8 @@ def lazy_box(key: str, label: str, first: bool = False):
     a fresh tab slow). Open or closed as the reader left it, also after a page switch (Streamlit forgets a
     widget that is not drawn); the first section starts open. Returns the open box, or None."""
     remembered = st.session_state.setdefault(OPEN_BOXES, {})
-    box = st.expander(label, expanded=remembered.get(key, first), key=key, on_change="rerun")
+    default = remembered.get(ALL_OPEN, first)
+    box = st.expander(label, expanded=remembered.get(key, default), key=key, on_change="rerun")
     remembered[key] = bool(box.open)
     return box if box.open else None
 

@@ -15,7 +15,7 @@ from triton_kitchen.config import parse_config
 from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
 from triton_kitchen.experiments import cascade_call
 from ui import errors, present, state
-from ui.lesson import render_lesson
+from ui.lesson import lazy_box, render_lesson
 from ui.state import t
 
 PHOTO = "chelsea"
@@ -144,7 +144,10 @@ EXPERIMENTS = [_map_direction, _order, _binary_default, _speed, _sse, _cascade]
 def experiments() -> None:
     st.subheader(t("ch8.live_title"))
     for n, fn in enumerate(EXPERIMENTS, start=1):
-        with st.expander(t(f"ch8.m{n}_title"), expanded=n == 1):
+        box = lazy_box(f"ch8_experiment_{n}", t(f"ch8.m{n}_title"), first=n == 1)  # drawn once opened
+        if box is None:
+            continue
+        with box:
             try:
                 fn()
             except Exception as exc:  # noqa: BLE001 - one failed experiment must not hide the others
