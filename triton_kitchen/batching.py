@@ -158,20 +158,9 @@ def load_model(
         raise BatchingError(f"load {model}: {exc.detail}", code) from exc
 
 
-def _batching_view(cfg: dict) -> tuple:
-    db = cfg.get("dynamic_batching")
-    groups = cfg.get("instance_group") or [{}]
-    return (
-        None
-        if db is None
-        else (tuple(db.get("preferred_batch_size", [])), int(db.get("max_queue_delay_microseconds", 0))),
-        int(groups[0].get("count", 1)),
-    )
-
-
 def restore(endpoint: Endpoint, original: dict, model: str = MODEL) -> None:
-    """Reload ``model`` from its config.pbtxt; if that does not give back ``original``'s batching
-    settings (someone loaded it with an override before us), load ``original`` itself."""
+    """Reload ``model`` from its config.pbtxt; if that does not give back ``original`` exactly (someone loaded
+    it with an override before us, or Triton kept ours), load ``original`` itself."""
     errors = []
     try:
         if current_config(endpoint, model) == original:
@@ -180,7 +169,9 @@ def restore(endpoint: Endpoint, original: dict, model: str = MODEL) -> None:
         errors.append(str(exc))
     try:
         load_model(endpoint, model)
-        if _batching_view(current_config(endpoint, model)) == _batching_view(original):
+        # the whole config, not only the batching lab's fields: a load without a config keeps the last
+        # override when the files did not change (Triton 2.51), priority levels and queue policies included
+        if current_config(endpoint, model) == original:
             return
     except (BatchingError, kserve.KServeError) as exc:
         errors.append(str(exc))
@@ -364,6 +355,30 @@ def run_experiment(
         return _run_one(
             endpoint, original, settings, concurrency, duration_s, protocol, stop, progress, model
         )
+
+
+def compare_settings(
+    endpoint: Endpoint,
+    settings: list[BatchingSettings],
+    concurrency: int = 8,
+    duration_s: float = 3.0,
+    protocol: str = "grpc",
+    stop: threading.Event | None = None,
+    progress: Callable[[int, BenchProgress], None] | None = None,
+    model: str = MODEL,
+) -> list[ExperimentResult]:
+    """The same load under each of ``settings`` in turn (chapter 9 compares instance counts this way), the
+    original config restored afterwards; a stop ends the series early (the results so far)."""
+    results: list[ExperimentResult] = []
+    with overridden(endpoint, model) as original:
+        for i, s in enumerate(settings):
+            if stop is not None and stop.is_set():
+                break
+            cb = (lambda p, i=i: progress(i, p)) if progress else None
+            results.append(
+                _run_one(endpoint, original, s, concurrency, duration_s, protocol, stop, cb, model)
+            )
+    return results
 
 
 def compare_batching(

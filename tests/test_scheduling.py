@@ -1,0 +1,159 @@
+"""Chapter 9's scheduler experiments (triton_kitchen.scheduling): configs and outcomes offline; priority, queue
+policy, KIND_GPU, instance counts and Little's law on the real embedded server, each leaving the classifier's
+config exactly as it was."""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf import json_format, text_format
+from tritonclient.grpc import model_config_pb2
+
+from triton_kitchen import batching, kserve, scheduling
+from triton_kitchen.bench import BenchResult
+from triton_kitchen.scheduling import Burst, QueuePolicy, Sent
+
+BASE = {
+    "name": "classifier",
+    "max_batch_size": 8,
+    "dynamic_batching": {"preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 2000},
+    "instance_group": [{"kind": "KIND_CPU", "count": 1}],
+}
+
+
+# -- offline ------------------------------------------------------------------------------------------------
+def test_queue_config_changes_only_the_queue_policy():
+    cfg = scheduling.queue_config(BASE, QueuePolicy(8, 20_000, "DELAY"))
+    db = cfg["dynamic_batching"]
+    assert db["default_queue_policy"] == {
+        "timeout_action": "DELAY",
+        "default_timeout_microseconds": 20_000,
+        "allow_timeout_override": False,
+        "max_queue_size": 8,
+    }
+    assert db["preferred_batch_size"] == [4, 8] and db["priority_levels"] == 0
+    assert BASE["dynamic_batching"] == {"preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 2000}
+    batching.check_override(BASE, cfg)  # the lab's guard lets it through: only dynamic_batching changed
+    json_format.ParseDict(cfg, model_config_pb2.ModelConfig())  # Triton's own message accepts it
+
+
+def test_priority_config_puts_unmarked_requests_at_the_lowest_level():
+    db = scheduling.priority_config(BASE, 2)["dynamic_batching"]
+    assert (db["priority_levels"], db["default_priority_level"]) == (2, 2)
+    assert scheduling.priority_config(BASE, 0)["dynamic_batching"]["priority_levels"] == 0
+    with pytest.raises(scheduling.SchedulingError):
+        scheduling.priority_config(BASE, 9)
+
+
+@pytest.mark.parametrize(
+    "policy", [QueuePolicy(action="DROP"), QueuePolicy(max_queue_size=-1), QueuePolicy(timeout_us=10**9)]
+)
+def test_bad_policies_are_refused(policy):
+    with pytest.raises(scheduling.SchedulingError) as info:
+        scheduling.queue_config(BASE, policy)
+    assert info.value.code == "bad_settings"
+
+
+def test_a_model_without_dynamic_batching_has_no_queue_to_set():
+    with pytest.raises(scheduling.SchedulingError):
+        scheduling.queue_config({k: v for k, v in BASE.items() if k != "dynamic_batching"}, QueuePolicy())
+
+
+def test_pbtxt_is_a_config_fragment_triton_parses():
+    for cfg in (
+        scheduling.queue_config(BASE, QueuePolicy(4, 1000, "REJECT")),
+        scheduling.priority_config(BASE, 2),
+    ):
+        text = scheduling.pbtxt(cfg)
+        parsed = text_format.Parse(text, model_config_pb2.ModelConfig())
+        assert parsed.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert "max_queue_size: 4" in scheduling.pbtxt(scheduling.queue_config(BASE, QueuePolicy(4, 1000)))
+    assert "priority_levels: 2" in scheduling.pbtxt(scheduling.priority_config(BASE, 2))
+
+
+def _burst(done: list[tuple[int, float, str]]) -> Burst:
+    return Burst("b", "", [Sent(i, p, 0.0, at, "") for i, (p, at, _) in enumerate(done)])
+
+
+def test_finish_ranks_and_priority_outcome():
+    fifo = _burst([(0, 10, ""), (0, 20, ""), (0, 30, ""), (1, 40, ""), (1, 50, "")])
+    prio = _burst([(0, 30, ""), (0, 40, ""), (0, 50, ""), (1, 10, ""), (1, 20, "")])
+    assert fifo.finish_ranks(1) == [4, 5] and prio.finish_ranks(1) == [1, 2]
+    assert scheduling.PriorityResult(fifo, prio, 3, 2).outcome() == "overtake"
+    assert scheduling.PriorityResult(fifo, fifo, 3, 2).outcome() == "no_change"
+
+
+def test_queue_outcome_and_errors():
+    b = Burst("q", "", [Sent(0, 0, 0, 5.0), Sent(1, 0, 0, 1.0, "X"), Sent(2, 0, 0, 1.0, "X")])
+    assert (b.answered, b.refused, b.errors()) == (1, 2, {"X": 2})
+    assert scheduling.QueueResult(b, QueuePolicy()).outcome() == "some"
+    b.sent = b.sent[:1]
+    assert scheduling.QueueResult(b, QueuePolicy()).outcome() == "all"
+    assert Sent(0, 0, 1.0).ok is False  # no answer yet is not an answer
+
+
+def _bench(c: int, rps: float, mean_ms: float) -> BenchResult:
+    r = BenchResult("grpc", "classifier", c, 10, 0, rps, {"p50": mean_ms}, 0, 0, None, None)
+    r.latencies_ms = [mean_ms]
+    return r
+
+
+def test_little_outcome_and_rows():
+    saturated = scheduling.LittleResult([_bench(2, 40, 50), _bench(4, 41, 98)])
+    assert saturated.outcome() == "latency"
+    row = saturated.rows()[0]
+    assert row["predicted_latency_ms"] == pytest.approx(50.0)
+    assert row["little_in_flight"] == pytest.approx(2.0)
+    assert scheduling.LittleResult([_bench(1, 20, 50), _bench(2, 39, 51)]).outcome() == "throughput"
+    assert scheduling.LittleResult([_bench(2, 20, 100), _bench(4, 28, 140)]).outcome() == "both"
+
+
+def test_triton_text_keeps_tritons_words():
+    detail = "load classifier: POST /v2/repository/models/classifier/load: HTTP 400: load failed for model 'x'"
+    assert scheduling.triton_text(detail) == "load failed for model 'x'"
+    assert scheduling.triton_text("something else") == "something else"
+
+
+# -- on the real server --------------------------------------------------------------------------------------
+@pytest.fixture
+def ep(server):
+    endpoint = server.endpoint
+    original = kserve.model_config(endpoint, scheduling.MODEL)
+    yield endpoint
+    assert kserve.model_config(endpoint, scheduling.MODEL) == original, "the config was not restored"
+
+
+def test_a_full_queue_refuses_with_tritons_error(ep):
+    result = scheduling.queue_demo(ep, QueuePolicy(max_queue_size=4), n=24)
+    assert result.outcome() == "some", result.burst.rows()
+    assert any("Exceeds maximum queue size" in text for text in result.burst.errors()), result.burst.errors()
+    assert result.burst.answered >= 4
+    assert "max_queue_size: 4" in result.burst.config_text
+
+
+def test_a_queue_timeout_rejects_or_delays(ep):
+    rejected = scheduling.queue_demo(ep, QueuePolicy(timeout_us=10_000, action="REJECT"), n=32)
+    assert any("Request timeout expired" in text for text in rejected.burst.errors()), rejected.burst.errors()
+    delayed = scheduling.queue_demo(ep, QueuePolicy(timeout_us=10_000, action="DELAY"), n=32)
+    assert delayed.outcome() == "all", delayed.burst.errors()
+
+
+def test_high_priority_requests_overtake(ep):
+    result = scheduling.priority_demo(ep)
+    assert result.fifo.refused == result.priority.refused == 0
+    assert result.outcome() == "overtake", (result.fifo.finish_ranks(1), result.priority.finish_ranks(1))
+
+
+def test_kind_gpu_is_refused_on_this_cpu_server(ep):
+    assert "no GPUs are available" in scheduling.gpu_refusal(ep)
+
+
+def test_instances_and_littles_law_measure(ep):
+    inst = scheduling.compare_instances(ep, 2, concurrency=4, duration_s=1.5)
+    assert [r.settings.instance_count for r in inst.results] == [1, 2]
+    assert all(r.throughput_rps > 0 and r.errors == 0 for r in inst.results)
+    assert inst.outcome() in ("more", "same", "less") and inst.ratio() is not None
+    law = scheduling.littles_law(ep, 2, duration_s=1.5)
+    assert [r.concurrency for r in law.runs] == [2, 4]
+    for row in law.rows():  # closed loop: C / λ is the mean latency, within what the clock can tell
+        assert row["mean_latency_ms"] == pytest.approx(row["predicted_latency_ms"], rel=0.35)
+        assert row["queue_ms"] is not None and row["compute_ms"] is not None

@@ -1,0 +1,448 @@
+"""Chapter 9's live experiments on the scheduler: instance counts, priority levels, queue policies, Little's law.
+
+Every experiment runs on the real ``classifier``. Instance counts go through the batching lab's machinery
+(:func:`batching.compare_settings`: reload with other settings, bounded load, restore). Priority and queue
+policy load a temporary ``dynamic_batching`` block through the repository API with a config override
+(:func:`batching.overridden` restores the original config afterwards, on error too), then send one *burst*:
+many requests at once on the app's gRPC client, each answered or refused with Triton's own error text.
+Little's law is read from two closed-loop runs of :func:`bench.run_bench` on the model as loaded.
+
+Each result can say which outcome happened (``outcome()``), so a page can set it beside the student's
+prediction. Numbers are measured; nothing here is simulated.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import tritonclient.grpc as grpcclient
+
+from triton_kitchen import batching, clients
+from triton_kitchen.bench import BenchProgress, BenchResult, run_bench
+from triton_kitchen.endpoint import Endpoint
+
+MODEL = batching.MODEL
+MAX_BURST = 64
+BURST_TIMEOUT_S = 60.0
+ACTIONS = ("REJECT", "DELAY")
+MAX_TIMEOUT_US = 1_000_000
+HIGH = 1  # Triton's priority 1 is the highest level
+LOW = 2  # with priority_levels: 2, the default level of our priority config
+
+
+class SchedulingError(batching.BatchingError):
+    """A setting outside what the chapter allows (``bad_settings``), or the repository API refused a load."""
+
+
+# -- configs -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QueuePolicy:
+    """``dynamic_batching.default_queue_policy``: 0 means "no limit" for both numbers, as in Triton."""
+
+    max_queue_size: int = 0
+    timeout_us: int = 0  # default_timeout_microseconds
+    action: str = "REJECT"  # timeout_action: REJECT answers with an error, DELAY moves the request back
+
+    def check(self) -> None:
+        if self.action not in ACTIONS:
+            raise SchedulingError(f"timeout_action must be one of {', '.join(ACTIONS)}", "bad_settings")
+        if not 0 <= self.max_queue_size <= MAX_BURST:
+            raise SchedulingError(f"max_queue_size must be 0..{MAX_BURST}", "bad_settings")
+        if not 0 <= self.timeout_us <= MAX_TIMEOUT_US:
+            raise SchedulingError(f"the queue timeout must be 0..{MAX_TIMEOUT_US} us", "bad_settings")
+
+    def block(self) -> dict:
+        return {
+            "timeout_action": self.action,
+            "default_timeout_microseconds": int(self.timeout_us),
+            "allow_timeout_override": False,
+            "max_queue_size": int(self.max_queue_size),
+        }
+
+
+def _batching_block(base: dict) -> dict:
+    db = base.get("dynamic_batching")
+    if not isinstance(db, dict):
+        raise SchedulingError(
+            f"{base.get('name')} has no dynamic_batching: no queue to schedule", "bad_settings"
+        )
+    return copy.deepcopy(db)
+
+
+def queue_config(base: dict, policy: QueuePolicy) -> dict:
+    """``base`` (the loaded config as JSON) with ``policy`` as its default queue policy, no priorities."""
+    policy.check()
+    cfg = copy.deepcopy(base)
+    db = _batching_block(base)
+    db.update(priority_levels=0, default_priority_level=0, priority_queue_policy={})
+    db["default_queue_policy"] = policy.block()
+    cfg["dynamic_batching"] = db
+    return cfg
+
+
+def priority_config(base: dict, levels: int = 2) -> dict:
+    """``base`` with ``levels`` priority levels, requests without a priority at the lowest (``levels``);
+    ``levels`` 0 is first come, first served (the FIFO baseline)."""
+    if not 0 <= levels <= 4:
+        raise SchedulingError("priority_levels must be 0..4", "bad_settings")
+    cfg = copy.deepcopy(base)
+    db = _batching_block(base)
+    db.update(priority_levels=levels, default_priority_level=levels, priority_queue_policy={})
+    db["default_queue_policy"] = QueuePolicy().block()
+    cfg["dynamic_batching"] = db
+    return cfg
+
+
+def pbtxt(cfg: dict) -> str:
+    """The scheduling fields of ``cfg``'s dynamic_batching block, as they would read in config.pbtxt."""
+    db = cfg.get("dynamic_batching") or {}
+    lines = ["dynamic_batching {"]
+    if db.get("preferred_batch_size"):
+        lines.append(f"  preferred_batch_size: [ {', '.join(map(str, db['preferred_batch_size']))} ]")
+    lines.append(f"  max_queue_delay_microseconds: {int(db.get('max_queue_delay_microseconds', 0))}")
+    if int(db.get("priority_levels", 0) or 0):
+        lines.append(f"  priority_levels: {int(db['priority_levels'])}")
+        lines.append(f"  default_priority_level: {int(db.get('default_priority_level', 0))}")
+    q = db.get("default_queue_policy") or {}
+    if int(q.get("max_queue_size", 0) or 0) or int(q.get("default_timeout_microseconds", 0) or 0):
+        lines.append("  default_queue_policy {")
+        lines.append(f"    timeout_action: {q.get('timeout_action', 'REJECT')}")
+        lines.append(f"    default_timeout_microseconds: {int(q.get('default_timeout_microseconds', 0))}")
+        lines.append(f"    max_queue_size: {int(q.get('max_queue_size', 0))}")
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# -- a burst -------------------------------------------------------------------------------------------------
+@dataclass
+class Sent:
+    """One request of a burst: when it left (ms after the burst began), its answer time, Triton's error."""
+
+    index: int
+    priority: int  # 0: none given (the model's default level)
+    sent_ms: float
+    done_ms: float | None = None
+    error: str = ""  # Triton's text, verbatim ("[StatusCode.UNAVAILABLE] Request timeout expired")
+
+    @property
+    def ok(self) -> bool:
+        return self.done_ms is not None and not self.error
+
+    @property
+    def latency_ms(self) -> float | None:
+        return None if self.done_ms is None else self.done_ms - self.sent_ms
+
+
+@dataclass
+class Burst:
+    label: str
+    config_text: str  # the dynamic_batching block that was loaded, as pbtxt
+    sent: list[Sent] = field(default_factory=list)
+
+    @property
+    def answered(self) -> int:
+        return sum(1 for s in self.sent if s.ok)
+
+    @property
+    def refused(self) -> int:
+        return sum(1 for s in self.sent if s.error)
+
+    def errors(self) -> dict[str, int]:
+        """Each distinct error text and how many requests got it."""
+        return dict(Counter(s.error for s in self.sent if s.error))
+
+    def finish_ranks(self, priority: int) -> list[int]:
+        """Where requests of ``priority`` finished among the answered (1 = first answer), sorted."""
+        done = sorted((s for s in self.sent if s.ok), key=lambda s: s.done_ms)
+        return sorted(n for n, s in enumerate(done, start=1) if s.priority == priority)
+
+    def mean_latency_ms(self, priority: int | None = None) -> float | None:
+        values = [s.latency_ms for s in self.sent if s.ok and (priority is None or s.priority == priority)]
+        return sum(values) / len(values) if values else None
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "index": s.index,
+                "priority": s.priority,
+                "sent_ms": s.sent_ms,
+                "done_ms": s.done_ms,
+                "latency_ms": s.latency_ms,
+                "ok": s.ok,
+                "error": s.error,
+            }
+            for s in self.sent
+        ]
+
+
+def _input():
+    x = batching.classifier_inputs()["input"]
+    tensor = grpcclient.InferInput("input", list(x.shape), "FP32")
+    tensor.set_data_from_numpy(x)
+    return tensor
+
+
+def burst(
+    endpoint: Endpoint,
+    n: int,
+    late: int = 0,
+    late_priority: int = 0,
+    gap_s: float = 0.02,
+    label: str = "",
+    config_text: str = "",
+    timeout_s: float = BURST_TIMEOUT_S,
+) -> Burst:
+    """``n`` requests to the classifier at once (no priority given), then, ``gap_s`` later, ``late`` more with
+    ``late_priority``; waits for every answer (or ``timeout_s``). On the app's one gRPC client, asynchronous:
+    no thread per request."""
+    if not 1 <= n + late <= MAX_BURST:
+        raise SchedulingError(f"a burst is 1..{MAX_BURST} requests", "bad_settings")
+    client = clients.grpc_client(endpoint)
+    tensor = _input()
+    outputs = [grpcclient.InferRequestedOutput("logits")]
+    out = Burst(label, config_text)
+    lock = threading.Lock()
+    all_done = threading.Event()
+    t0 = time.perf_counter()
+
+    def answered(item: Sent):
+        def callback(result, error) -> None:  # tritonclient calls it with these keywords
+            del result
+            with lock:
+                item.done_ms = (time.perf_counter() - t0) * 1000
+                item.error = "" if error is None else str(error)
+                if all(s.done_ms is not None for s in out.sent) and len(out.sent) == n + late:
+                    all_done.set()
+
+        return callback
+
+    def send(i: int, priority: int) -> None:
+        item = Sent(i, priority, (time.perf_counter() - t0) * 1000)
+        with lock:
+            out.sent.append(item)
+        client.async_infer(
+            MODEL,
+            [tensor],
+            answered(item),
+            outputs=outputs,
+            priority=priority,
+            client_timeout=timeout_s,
+        )
+
+    for i in range(n):
+        send(i, 0)
+    if late:
+        time.sleep(gap_s)
+        for i in range(n, n + late):
+            send(i, late_priority)
+    all_done.wait(timeout_s + 1.0)
+    with lock:
+        for s in out.sent:
+            if s.done_ms is None:
+                s.error = f"no answer within {timeout_s:g} s"
+    return out
+
+
+def _warm(endpoint: Endpoint) -> None:
+    burst(endpoint, 4)  # the freshly loaded instance's first calls are slow: keep them out of the measurement
+
+
+# -- the experiments -----------------------------------------------------------------------------------------
+@dataclass
+class PriorityResult:
+    fifo: Burst
+    priority: Burst
+    early: int
+    late: int
+
+    def outcome(self) -> str:
+        """The outcome: "overtake" when the late high-priority requests finished ahead of most early ones under priorities
+        (their median rank in the first half) and later under first come, first served; else "no_change"."""
+        ranks = self.priority.finish_ranks(HIGH)
+        answered = self.priority.answered
+        if not ranks or not answered:
+            return "no_change"
+        median = ranks[len(ranks) // 2]
+        fifo_ranks = self.fifo.finish_ranks(HIGH)
+        fifo_median = fifo_ranks[len(fifo_ranks) // 2] if fifo_ranks else answered
+        return "overtake" if median <= answered / 2 < fifo_median else "no_change"
+
+
+def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: float = 0.02) -> PriorityResult:
+    """The same burst twice: ``early`` requests at the default priority, then ``late`` at the highest. First
+    with no priority levels (first come, first served), then with two levels. Original config restored."""
+    with batching.overridden(endpoint, MODEL) as original:
+        bursts = []
+        for levels in (0, 2):
+            cfg = priority_config(original, levels)
+            batching.load_model(endpoint, MODEL, cfg)
+            time.sleep(batching.SETTLE_S)
+            _warm(endpoint)
+            bursts.append(
+                burst(
+                    endpoint,
+                    early,
+                    late,
+                    HIGH,
+                    gap_s,
+                    label=f"priority_levels {levels}",
+                    config_text=pbtxt(cfg),
+                )
+            )
+    return PriorityResult(bursts[0], bursts[1], early, late)
+
+
+@dataclass
+class QueueResult:
+    burst: Burst
+    policy: QueuePolicy
+
+    def outcome(self) -> str:
+        """The outcome: "all" when every request was answered, "some" when some were refused, "none" when all were."""
+        if self.burst.refused == 0:
+            return "all"
+        return "none" if self.burst.answered == 0 else "some"
+
+
+def queue_demo(endpoint: Endpoint, policy: QueuePolicy, n: int = 32) -> QueueResult:
+    """One burst of ``n`` requests against the classifier with ``policy``; original config restored."""
+    policy.check()
+    with batching.overridden(endpoint, MODEL) as original:
+        cfg = queue_config(original, policy)
+        batching.load_model(endpoint, MODEL, cfg)
+        time.sleep(batching.SETTLE_S)
+        _warm(endpoint)
+        return QueueResult(burst(endpoint, n, label="queue policy", config_text=pbtxt(cfg)), policy)
+
+
+@dataclass
+class InstanceResult:
+    results: list[batching.ExperimentResult]
+
+    def ratio(self) -> float | None:
+        """Throughput with the last setting over the first."""
+        if len(self.results) < 2 or not self.results[0].throughput_rps:
+            return None
+        return self.results[-1].throughput_rps / self.results[0].throughput_rps
+
+    def outcome(self) -> str:
+        """The outcome: "more" (>= 1.2x), "less" (<= 0.9x) or "same" throughput with more instances."""
+        r = self.ratio()
+        if r is None:
+            return "same"
+        return "more" if r >= 1.2 else "less" if r <= 0.9 else "same"
+
+
+def compare_instances(
+    endpoint: Endpoint,
+    count: int = 2,
+    dynamic_batching: bool = False,
+    concurrency: int = 4,
+    duration_s: float = 3.0,
+    stop: threading.Event | None = None,
+    progress: Callable[[int, BenchProgress], None] | None = None,
+) -> InstanceResult:
+    """One instance, then ``count``, the same closed-loop load (the batching lab's machinery)."""
+    settings = [
+        batching.BatchingSettings(dynamic_batching, 0, [], n) for n in (1, count)
+    ]  # delay 0: the batcher never waits, so only the instance count differs
+    return InstanceResult(
+        batching.compare_settings(endpoint, settings, concurrency, duration_s, stop=stop, progress=progress)
+    )
+
+
+def gpu_refusal(endpoint: Endpoint) -> str:
+    """Ask Triton to load the classifier on KIND_GPU; return its refusal verbatim ("" if it loaded: a GPU is
+    there). The original config is restored either way."""
+    with batching.overridden(endpoint, MODEL) as original:
+        cfg = copy.deepcopy(original)
+        cfg["instance_group"] = [{"kind": "KIND_GPU", "count": 1}]
+        try:
+            batching.load_model(endpoint, MODEL, cfg)  # the lab's checks: KIND_GPU is an allowed kind
+        except batching.BatchingError as exc:
+            return triton_text(exc.detail)
+    return ""
+
+
+def triton_text(detail: str) -> str:
+    """Triton's own words from a refused load: what follows the HTTP status in the app's error detail."""
+    marker = detail.find("HTTP 4")
+    if marker < 0:
+        return detail
+    return detail[marker:].split(": ", 1)[-1].strip()
+
+
+@dataclass
+class LittleResult:
+    runs: list[BenchResult]
+
+    def rows(self) -> list[dict]:
+        """Per run: L (in flight), λ (answers/s), W (mean latency, ms), λ·W, and the server's split."""
+        out = []
+        for r in self.runs:
+            w = r.mean_latency_ms
+            s = r.server.total if r.server else None
+            out.append(
+                {
+                    "in_flight": r.concurrency,
+                    "throughput_rps": r.throughput_rps,
+                    "mean_latency_ms": w,
+                    "little_in_flight": r.throughput_rps * w / 1000 if w else None,
+                    "predicted_latency_ms": r.concurrency / r.throughput_rps * 1000
+                    if r.throughput_rps
+                    else None,
+                    "queue_ms": s.queue_ms if s else None,
+                    "compute_ms": s.compute_infer_ms if s else None,
+                }
+            )
+        return out
+
+    def outcome(self) -> str:
+        """The outcome with twice the requests in flight: "latency" (mean latency x >= 1.6, throughput flat), "throughput"
+        (throughput x >= 1.6) or "both" (each rose less)."""
+        if len(self.runs) < 2:
+            return "both"
+        a, b = self.runs[0], self.runs[-1]
+        if not (a.throughput_rps and a.mean_latency_ms and b.mean_latency_ms):
+            return "both"
+        if b.throughput_rps / a.throughput_rps >= 1.6:
+            return "throughput"
+        if b.mean_latency_ms / a.mean_latency_ms >= 1.6:
+            return "latency"
+        return "both"
+
+
+def littles_law(
+    endpoint: Endpoint,
+    concurrency: int = 4,
+    duration_s: float = 3.0,
+    stop: threading.Event | None = None,
+    progress: Callable[[int, BenchProgress], None] | None = None,
+) -> LittleResult:
+    """Two closed-loop runs on the classifier as loaded, with ``concurrency`` and twice that in flight."""
+    runs = []
+    for i, c in enumerate((concurrency, 2 * concurrency)):
+        if stop is not None and stop.is_set():
+            break
+        cb = (lambda p, i=i: progress(i, p)) if progress else None
+        runs.append(
+            run_bench(
+                endpoint,
+                MODEL,
+                "grpc",
+                c,
+                duration_s,
+                inputs=batching.classifier_inputs(),
+                output_names=["logits"],
+                warmup_s=0.5,
+                stop=stop,
+                progress=cb,
+            )
+        )
+    return LittleResult(runs)
