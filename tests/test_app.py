@@ -76,7 +76,6 @@ def test_page_renders(remote, page, lang):
         if (
             key.count(".") >= 1
             and len(key) > 8
-            and key.split(".")[0] in {"ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "repo"}
         ):
             assert key not in shown, f"untranslated key {key} on {page}"
     assert not at.error, [e.value for e in at.error]
@@ -507,6 +506,7 @@ def test_page_table_is_the_apps():
         "lab-protocols",
         "lab-batching",
         "lab-flow",
+        "lab-break",
     ]
     assert all((ROOT / p.path).is_file() for p in pages.PAGES)
     assert [p.path for p in pages.CHAPTERS] == CHAPTER_PAGES

@@ -23,6 +23,7 @@ LABS = {
     "lab-protocols": "views/lab_protocols.py",
     "lab-batching": "views/lab_batching.py",
     "lab-flow": "views/lab_flow.py",
+    "lab-break": "views/lab_break.py",
 }
 INTERACTIVE_BUDGET_S = 2.0  # the target; the assertion allows slack for a loaded CI machine
 ASSERT_LIMIT_S = 20.0  # generous: 2-core CI machines run other suites at the same time

@@ -34,6 +34,7 @@ LABS = [
     PageSpec("views/lab_protocols.py", "lab-protocols", "page.lab_protocols", "📊"),
     PageSpec("views/lab_batching.py", "lab-batching", "page.lab_batching", "🍱"),
     PageSpec("views/lab_flow.py", "lab-flow", "page.lab_flow", "🔀"),
+    PageSpec("views/lab_break.py", "lab-break", "page.lab_break", "🔨"),
 ]
 PAGES = [*CHAPTERS, *LABS]
 HOME_URL = ""  # the welcome page, at /

@@ -49,7 +49,7 @@ def peek_view(model: str, key: str, image: bytes | None, protocol: str = "grpc")
                         _arrived(found, tensor)
                     shown = found.at(step, "output")
                 else:
-                    st.markdown(f"**{t('peek.ensemble_' + role, model=step)}**")
+                    st.markdown(f"**{t(f'peek.ensemble_{role}', model=step)}**")
                     shown = found.at(step, role)
                 if role == "output" and found.top5():
                     _top5(found, shown)
