@@ -76,6 +76,7 @@ def test_page_renders(remote, page, lang):
         if (
             key.count(".") >= 1
             and len(key) > 8
+            and key.split(".")[0] in {"ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "repo"}
         ):
             assert key not in shown, f"untranslated key {key} on {page}"
     assert not at.error, [e.value for e in at.error]
