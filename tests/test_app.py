@@ -167,7 +167,10 @@ def test_lesson_sections_drawn_when_opened(remote, lang):
     lesson = lessons.load_lesson(2, lang)
     (first, *rest) = [lessons.split_heading(text.strip()) for text in lesson.sections.values()]
     quiz = lessons.t("quiz.box", lang, total=len(lessons.load_quiz(2, lang)))
-    assert [e.label for e in at.main.expander] == [f"**{h}**" for h, _ in [first, *rest]] + [f"**{quiz}**"]
+    handouts = lessons.t("handout.title", lang)
+    labels = [f"**{h}**" for h, _ in [first, *rest]] + [f"**{quiz}**", f"**{handouts}**"]
+    assert [e.label for e in at.main.expander] == labels
+    assert not at.get("download_button")  # the handouts' box is closed too
     shown = [m.value for m in at.main.markdown]
     assert first[1] in shown and not any(body in shown for _, body in rest)
     quiz_radios = lambda: [r for r in at.main.radio if (r.key or "").startswith("tk_quiz")]  # noqa: E731

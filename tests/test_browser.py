@@ -165,7 +165,7 @@ def open_lesson_boxes(page) -> int:
 def test_editor_error_in_browser(app_url, browser):
     _, page = open_and_shoot(browser, f"{app_url}/ch2?lang=en", "ch2_editor")
     assert page.locator("textarea").count() == 0  # the editor's section is closed on a first visit
-    assert open_lesson_boxes(page) == 4  # three sections and the quiz
+    assert open_lesson_boxes(page) == 4  # three sections and the quiz (not the handouts)
     box = page.locator("textarea").first
     text = box.input_value()
     box.fill(text.replace('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"'))

@@ -184,6 +184,7 @@ def test_the_page_downloads_both_documents(browser):
     with conftest.streamlit_app(env, log_name="streamlit-handouts.log") as (url, _proc):
         page = browser.new_page(viewport={"width": 1024, "height": 768}, accept_downloads=True)
         page.goto(f"{url}/ch6?lang=zh", wait_until="domcontentloaded")
+        page.locator(".st-key-tk_handouts_6 summary").first.click(timeout=60000)  # the buttons' box
         got = {}
         for key, kind in (("tk_handout_6", "handout"), ("tk_handout_key_6", "key")):
             button = page.locator(f".st-key-{key} button").first

@@ -19,7 +19,6 @@ HTML_MIME = "text/html"
 def download_buttons(chapter: int) -> None:
     """The chapter's handout, and for the teacher its answer key, as print-ready HTML downloads."""
     lang = i18n.lang()
-    st.markdown(f"**{t('handout.title')}**")
     cols = st.columns(2)
     cols[0].download_button(
         t("handout.download_handout"),

@@ -51,8 +51,10 @@ def render_lesson(
     for key, fn in live.items():  # sections this language's text does not have: still show the element
         _run_live(chapter, key, fn)
     render_quiz(chapter)
-    st.divider()
-    handouts.download_buttons(chapter)  # to print: the lesson and quiz; the key for the teacher
+    printing = lazy_box(f"tk_handouts_{chapter}", f"**{t('handout.title')}**")  # their buttons: when opened
+    if printing is not None:
+        with printing:
+            handouts.download_buttons(chapter)  # to print: the lesson and quiz; the key for the teacher
 
 
 # {box key: open?}: which sections and quizzes the reader has open, kept across page switches
