@@ -230,7 +230,7 @@ def main() -> int:
 
     ui = lessons.ui_strings(args.lang)
     titles = {"home": ui["app.title"]}
-    titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in range(1, 9)}
+    titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in lessons.CHAPTERS}
     titles |= {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
     floor_app, floor_base = start_app("benchmarks/floor_app.py")
     app, base = start_app("app.py")

@@ -29,6 +29,7 @@ CHAPTER_PAGES = [
     "views/ch6_choosing_protocol.py",
     "views/ch7_python_client.py",
     "views/ch8_mistakes.py",
+    "views/ch9_scheduler.py",
 ]
 TIMEOUT = 60
 
@@ -76,7 +77,7 @@ def test_page_renders(remote, page, lang):
         if (
             key.count(".") >= 1
             and len(key) > 8
-            and key.split(".")[0] in {"ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "repo"}
+            and key.split(".")[0] in {"ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7", "ch8", "ch9", "repo"}
         ):
             assert key not in shown, f"untranslated key {key} on {page}"
     assert not at.error, [e.value for e in at.error]
@@ -507,6 +508,7 @@ def test_page_table_is_the_apps():
         "ch6",
         "ch7",
         "ch8",
+        "ch9",
         "lab-protocols",
         "lab-batching",
         "lab-flow",

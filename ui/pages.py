@@ -29,6 +29,7 @@ CHAPTERS = [
     PageSpec("views/ch6_choosing_protocol.py", "ch6", "page.ch6", "🧭"),
     PageSpec("views/ch7_python_client.py", "ch7", "page.ch7", "🐍"),
     PageSpec("views/ch8_mistakes.py", "ch8", "page.ch8", "🎯"),
+    PageSpec("views/ch9_scheduler.py", "ch9", "page.ch9", "🚦"),
 ]
 LABS = [
     PageSpec("views/lab_protocols.py", "lab-protocols", "page.lab_protocols", "📊"),

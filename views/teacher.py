@@ -74,7 +74,7 @@ if code:
 
     st.subheader(t("teacher.questions_title"))
     lang = i18n.lang()
-    quiz = {q.id: q for ch in range(1, 9) for q in _safe_quiz(ch, lang)}
+    quiz = {q.id: q for ch in lessons.CHAPTERS for q in _safe_quiz(ch, lang)}
     table = classroom.question_table(store, code)
     if table:
         fig = go.Figure(

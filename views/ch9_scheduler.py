@@ -1,0 +1,254 @@
+"""Chapter 9: the scheduler — instance groups, priorities and queue policies, Little's law. Each section's live
+element asks for a prediction first, then measures on the real classifier (triton_kitchen.scheduling)."""
+
+from __future__ import annotations
+
+import threading
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import scheduling
+from ui import errors, predict, state, tables
+from ui.lesson import page_link, render_lesson
+from ui.state import t
+
+
+def _options(prefix: str, keys: tuple[str, ...]) -> dict[str, str]:
+    return {k: t(f"ch9.{prefix}_{k}") for k in keys}
+
+
+def _run(key: str, workers: int, fn, done_key: str) -> None:
+    """Lock the prediction, run ``fn`` holding the lab budget, keep its result (or show the error)."""
+    predict.lock(key)
+    stop = threading.Event()
+    watch = state.server_watch(stop)
+    try:
+        with st.spinner(t("ch9.running")):
+            result = state.lab_run(workers, lambda: fn(stop, watch))
+        if result is not state.BUSY:
+            st.session_state[done_key] = result
+    except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
+        st.session_state.pop(done_key, None)
+        errors.show_error(exc)
+    state.say_if_stopped_by_death()
+
+
+def _fmt(v, spec: str = ".1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+# -- instance_group ------------------------------------------------------------------------------------------
+def instances() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    c1, c2, c3 = st.columns(3)
+    count = c1.slider(t("ch9.inst_count"), 2, scheduling.batching.MAX_INSTANCES, 2, key="ch9_inst_count")
+    conc = c2.slider(t("ch9.inst_concurrency"), 1, 16, 4, key="ch9_inst_c")
+    batching_on = c3.toggle(t("ch9.inst_batching"), value=False, key="ch9_inst_batching")
+    options = _options("inst", ("more", "same", "less"))
+    predict.ask("ch9_inst", t("ch9.inst_predict", n=count), options)
+    if st.button(t("ch9.inst_run", n=count), type="primary", key="ch9_inst_run"):
+        _run(
+            "ch9_inst",
+            int(conc),
+            lambda stop, watch: scheduling.compare_instances(
+                ep, int(count), batching_on, int(conc), 3.0, stop=stop, progress=lambda *_: watch()
+            ),
+            "ch9_inst_result",
+        )
+    result = st.session_state.get("ch9_inst_result")
+    if result is not None and len(result.results) == 2:
+        rows = []
+        for r in result.results:
+            s = r.server or {}
+            rows.append(
+                {
+                    t("ch9.col.instances"): r.settings.instance_count,
+                    t("ch9.col.rps"): r.throughput_rps,
+                    t("ch9.col.mean"): r.mean_latency_ms,
+                    t("ch9.col.queue"): s.get("queue_ms"),
+                    t("ch9.col.compute"): s.get("compute_infer_ms"),
+                }
+            )
+        tables.show(rows)
+        predict.reveal(
+            "ch9_inst",
+            options,
+            result.outcome(),
+            t("ch9.inst_detail", ratio=_fmt(result.ratio(), ".2f"), c=result.results[0].concurrency),
+        )
+    st.markdown(f"**{t('ch9.gpu_title')}**")
+    if st.button(t("ch9.gpu_run"), key="ch9_gpu_run"):
+        try:
+            with st.spinner(t("ch9.running")):
+                st.session_state["ch9_gpu"] = scheduling.gpu_refusal(ep)
+        except Exception as exc:  # noqa: BLE001
+            errors.show_error(exc)
+    refusal = st.session_state.get("ch9_gpu")
+    if refusal is not None:
+        if refusal:
+            st.caption(t("ch9.gpu_refused"))
+            st.code(refusal, language="text", wrap_lines=True)
+        else:
+            st.success(t("ch9.gpu_loaded"), icon="🟢")
+    page_link("views/lab_batching.py", "ch9.to_batching_lab")
+
+
+# -- scheduling ------------------------------------------------------------------------------------------------
+def _finish_chart(result: scheduling.PriorityResult) -> None:
+    fig = go.Figure()
+    for b, name in ((result.fifo, t("ch9.prio_fifo")), (result.priority, t("ch9.prio_levels"))):
+        for prio, label, color in (
+            (0, t("ch9.prio_early"), "#9ecae1"),
+            (scheduling.HIGH, t("ch9.prio_late"), "#e6550d"),
+        ):
+            done = [s.done_ms for s in b.sent if s.ok and s.priority == prio]
+            fig.add_trace(
+                go.Scatter(
+                    x=done,
+                    y=[name] * len(done),
+                    mode="markers",
+                    name=label,
+                    legendgroup=label,
+                    showlegend=b is result.fifo,
+                    marker=dict(color=color, size=11 if prio else 8, symbol="diamond" if prio else "circle"),
+                )
+            )
+    fig.update_layout(
+        height=230,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=t("ch9.prio_axis"),
+        legend=dict(orientation="h", y=1.15),
+    )
+    st.plotly_chart(fig, width="stretch", key="ch9_prio_fig")
+
+
+def _priority(ep) -> None:
+    options = _options("prio", ("overtake", "no_change"))
+    predict.ask("ch9_prio", t("ch9.prio_predict"), options)
+    if st.button(t("ch9.prio_run"), type="primary", key="ch9_prio_run"):
+        _run("ch9_prio", 4, lambda stop, watch: scheduling.priority_demo(ep), "ch9_prio_result")
+    result = st.session_state.get("ch9_prio_result")
+    if result is None:
+        return
+    _finish_chart(result)
+    tables.show(
+        [
+            {
+                t("ch9.col.config"): name,
+                t("ch9.col.late_ranks"): ", ".join(map(str, b.finish_ranks(scheduling.HIGH))) or "—",
+                t("ch9.col.late_ms"): b.mean_latency_ms(scheduling.HIGH),
+                t("ch9.col.early_ms"): b.mean_latency_ms(0),
+                t("ch9.col.refused"): b.refused,
+            }
+            for name, b in ((t("ch9.prio_fifo"), result.fifo), (t("ch9.prio_levels"), result.priority))
+        ]
+    )
+    st.code(result.priority.config_text, language="protobuf")
+    predict.reveal(
+        "ch9_prio",
+        options,
+        result.outcome(),
+        t("ch9.prio_detail", early=result.early, late=result.late, total=result.early + result.late),
+    )
+
+
+def _queue(ep) -> None:
+    c1, c2, c3 = st.columns(3)
+    size = c1.slider(t("ch9.q_size"), 0, 32, 8, key="ch9_q_size", help=t("ch9.q_size_help"))
+    timeout_ms = c2.slider(
+        t("ch9.q_timeout"), 0, 200, 0, step=10, key="ch9_q_timeout", help=t("ch9.q_timeout_help")
+    )
+    action = c3.radio(t("ch9.q_action"), scheduling.ACTIONS, horizontal=True, key="ch9_q_action")
+    options = _options("q", ("all", "some", "none"))
+    predict.ask("ch9_q", t("ch9.q_predict"), options)
+    if st.button(t("ch9.q_run"), type="primary", key="ch9_q_run"):
+        policy = scheduling.QueuePolicy(int(size), int(timeout_ms) * 1000, str(action))
+        _run("ch9_q", 4, lambda stop, watch: scheduling.queue_demo(ep, policy), "ch9_q_result")
+    result = st.session_state.get("ch9_q_result")
+    if result is None:
+        return
+    b = result.burst
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("ch9.q_sent"), len(b.sent))
+    m2.metric(t("ch9.q_answered"), b.answered)
+    m3.metric(t("ch9.q_refused"), b.refused)
+    st.code(b.config_text, language="protobuf")
+    if b.errors():
+        st.caption(t("ch9.q_errors"))
+        tables.show([{t("ch9.col.error"): text, t("ch9.col.count"): n} for text, n in b.errors().items()])
+    predict.reveal("ch9_q", options, result.outcome(), t("ch9.q_detail", mean=_fmt(b.mean_latency_ms())))
+
+
+def scheduling_demo() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    labels = _options("sched", ("priority", "queue"))  # words bound now, not when a test formats them later
+    which = st.radio(
+        t("ch9.sched_pick"),
+        list(labels),
+        format_func=labels.get,
+        horizontal=True,
+        key="ch9_sched_pick",
+    )
+    if which == "priority":
+        _priority(ep)
+    else:
+        _queue(ep)
+
+
+# -- queueing --------------------------------------------------------------------------------------------------
+def little() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    conc = st.slider(t("ch9.little_c"), 1, 8, 2, key="ch9_little_c")
+    options = _options("little", ("latency", "throughput", "both"))
+    predict.ask("ch9_little", t("ch9.little_predict", c=conc, c2=2 * conc), options)
+    if st.button(t("ch9.little_run", c=conc, c2=2 * conc), type="primary", key="ch9_little_run"):
+        _run(
+            "ch9_little",
+            2 * int(conc),
+            lambda stop, watch: scheduling.littles_law(
+                ep, int(conc), 3.0, stop=stop, progress=lambda *_: watch()
+            ),
+            "ch9_little_result",
+        )
+    result = st.session_state.get("ch9_little_result")
+    if result is None or not result.runs:
+        return
+    rows = result.rows()
+    tables.show(
+        [
+            {
+                t("ch9.col.L"): r["in_flight"],
+                t("ch9.col.lambda"): r["throughput_rps"],
+                t("ch9.col.W"): r["mean_latency_ms"],
+                t("ch9.col.LW"): r["little_in_flight"],
+                t("ch9.col.queue"): r["queue_ms"],
+                t("ch9.col.compute"): r["compute_ms"],
+            }
+            for r in rows
+        ],
+        decimals={t("ch9.col.LW"): 2},
+    )
+    first = rows[0]
+    st.caption(
+        t(
+            "ch9.little_yours",
+            c=first["in_flight"],
+            rps=_fmt(first["throughput_rps"]),
+            predicted=_fmt(first["predicted_latency_ms"]),
+            measured=_fmt(first["mean_latency_ms"]),
+        )
+    )
+    predict.reveal("ch9_little", options, result.outcome())
+
+
+render_lesson(9, live={"instance_group": instances, "scheduling": scheduling_demo, "queueing": little})
