@@ -303,3 +303,59 @@ def field_sizes(message) -> list[dict]:
         count = len(value) if desc.label == desc.LABEL_REPEATED else 1
         rows.append({"field": desc.name, "number": desc.number, "count": count, "bytes": single.ByteSize()})
     return rows
+
+
+# -- shared memory: what crosses the socket when the tensors do not ---------------------------------------
+@dataclass
+class ShmRequestView:
+    """One real request through system shared memory (``http-shm`` or ``grpc-shm``): the message that crossed
+    the socket (it names the region and each tensor's offset instead of carrying it), and the server's own
+    list of registered regions while the request ran and after the region was let go."""
+
+    protocol: str
+    region: str
+    inputs: list[dict]  # name, offset, byte_size in the region
+    outputs: list[dict]
+    text: str  # the JSON body, or the ModelInferRequest in protobuf text format
+    size: int  # bytes of that message
+    tensor_bytes: int  # bytes that went through memory instead (inputs written, outputs answered)
+    answer: dict[str, list[int]]  # the outputs the server wrote into the region, by shape
+    server_regions: list[dict]  # the server's registered regions during the request (ours among them)
+    left_after: list[str]  # our region's name if the server still listed it after the caller closed
+
+
+def shm_request(endpoint, model: str, image: bytes, protocol: str = "grpc-shm") -> ShmRequestView:
+    """Send one request for this photo through shared memory (the embedded server: it must map this machine's
+    memory) and show what crossed the socket. Raises protocols.ProtocolError when it cannot be done."""
+    from triton_kitchen import kserve
+    from triton_kitchen.protocols.shm import ShmCaller
+
+    tensors = request_inputs(model, image)
+    caller = ShmCaller(
+        endpoint, protocol, model, {t.name: t.array for t in tensors}, output_names=request_outputs(model)
+    )
+    try:
+        result = caller.call()
+        if protocol == "http-shm":
+            body, _ = caller.encode_http()
+            text, size = pretty_json(json.loads(body)), len(body)
+        else:
+            message = infer_request_message(model, *caller.grpc_request())
+            text, size = text_format.MessageToString(message, as_utf8=True), message.ByteSize()
+        regions = kserve.system_shm_status(endpoint)
+        view = ShmRequestView(
+            protocol=protocol,
+            region=caller.region,
+            inputs=[{"name": n, "offset": o, "byte_size": s} for n, (o, s) in caller._inputs.items()],
+            outputs=[{"name": n, "offset": o, "byte_size": s} for n, (o, s) in caller._outputs.items()],
+            text=text,
+            size=size,
+            tensor_bytes=result.shm_bytes,
+            answer={k: list(np.shape(v)) for k, v in result.outputs.items()},
+            server_regions=[r for r in regions if r.get("name") == caller.region],
+            left_after=[],
+        )
+    finally:
+        caller.close()
+    view.left_after = [r["name"] for r in kserve.system_shm_status(endpoint) if r.get("name") == view.region]
+    return view

@@ -8,6 +8,7 @@ from triton_kitchen import requests_view as rv
 from ui import state
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
+from ui.shm_view import shm_viewer
 from ui.state import t
 
 
@@ -100,6 +101,7 @@ def request_viewer() -> None:
         st.code("\n".join(f"{k}: {v}" for k, v in resp.headers.items()), language="http")
         st.code(resp.json_preview(), language="json")
         st.caption(t("ch4.response_sizes", json=len(resp.json_text.encode()), binary=resp.binary_size))
+    shm_viewer(model, image, "http-shm", "ch4")
 
 
 render_lesson(4, live={"binary": request_viewer})

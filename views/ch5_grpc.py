@@ -10,6 +10,7 @@ from ui import state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
+from ui.shm_view import shm_viewer
 from ui.state import t
 
 
@@ -54,6 +55,7 @@ def message_viewer() -> None:
         width="stretch",
     )
     st.caption(t("ch5.compare_caption", grpc=view.size, http=http.body_size, prefix=rv.GRPC_PREFIX_BYTES))
+    shm_viewer(model, image, "grpc-shm", "ch5")
 
 
 def streaming() -> None:

@@ -21,6 +21,8 @@ COLORS = {
     "grpc": "#2ca02c",
     "grpc-stream": "#2ca02c",
     "http-sse": "#ff7f0e",
+    "http-shm": "#9467bd",
+    "grpc-shm": "#8c564b",
 }
 WIRE_CALLS = 3  # calls per protocol in the load tab's separate byte-counting pass
 
@@ -200,6 +202,8 @@ def _bench_table(
         if wire is not None:
             counted = wire.get(r.protocol)
             row[t("lab_protocols.col_wire_per_call")] = round(sum(counted)) if counted else None
+        if any(x.protocol in protocols.SHM_PROTOCOLS for x in results):  # what went through memory instead
+            row[t("lab_protocols.col_shm_per_call")] = round(r.shm_bytes / r.requests) if r.requests else None
         rows.append(row)
     tables.show(rows)
     st.caption(t("lab_protocols.table_note"))
@@ -221,9 +225,11 @@ def _count_wire(arrays: dict, protocols_run: list[str]) -> dict[str, tuple[float
 # -- bounded load --------------------------------------------------------------------------------------
 with tab_load:
     l1, l2, l3, l4 = st.columns(4)
+    # shared memory: only where the server maps this machine's memory (the embedded one), and never gzipped
+    offered = list(protocols.PROTOCOLS) + (list(protocols.SHM_PROTOCOLS) if ep and ep.embedded else [])
     chosen = l1.multiselect(
         t("lab_protocols.protocols"),
-        list(protocols.PROTOCOLS),
+        offered,
         format_func=protocol_labeller(),
         default=list(protocols.PROTOCOLS),
         key="proto_load_protocols",
@@ -233,6 +239,10 @@ with tab_load:
     dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d")
     cap = l4.number_input(t("lab_protocols.max_requests"), 1, bench.MAX_REQUESTS, 2000, key="proto_load_cap")
     st.caption(t("lab_protocols.limits", c=bench.MAX_CONCURRENCY))
+    st.caption(t("lab_protocols.shm_note" if ep and ep.embedded else "lab_protocols.shm_local_only"))
+    if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
+        st.caption(t("lab_protocols.shm_no_compression"))
+        chosen = [p for p in chosen if p not in protocols.SHM_PROTOCOLS]
     go_load = st.button(
         t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen
     )
