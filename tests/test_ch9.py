@@ -1,0 +1,211 @@
+"""Chapter 9's page: every live element driven through AppTest in both languages (predict, run on the real server,
+"your prediction / what happened"), the predict-then-see helper on its own, and the page in Chromium."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import conftest
+import pytest
+from conftest import switch_page
+from streamlit.testing.v1 import AppTest
+
+from triton_kitchen import kserve, lessons, scheduling
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAGE = "views/ch9_scheduler.py"
+
+
+def _open(lang: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["lang"] = lang
+    switch_page(at, PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _text(at: AppTest) -> str:
+    parts = [e.value for e in at.markdown] + [e.value for e in at.caption] + [e.value for e in at.code]
+    parts += [e.value for e in at.success] + [e.value for e in at.warning] + [e.value for e in at.error]
+    return "\n".join(map(str, parts))
+
+
+def _run(at: AppTest, predict_key: str, choice: str, button: str) -> None:
+    at.radio(key=f"tk_predict_{predict_key}").set_value(choice)
+    at.button(key=button).click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_chapter9_every_live_element(embedded, lang):
+    original = kserve.model_config(embedded.endpoint, scheduling.MODEL)
+    t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
+    at = _open(lang)
+    assert at.title[0].value == lessons.load_lesson(9, lang).title
+    shown = _text(at)
+    for heading in ("instance_group", "max_queue_size", "L = λ · W"):
+        assert heading in shown
+    # instance_group: 1 vs 2 instances, the prediction kept beside the outcome
+    _run(at, "ch9_inst", "same", "ch9_inst_run")
+    result = at.session_state["ch9_inst_result"]
+    assert [r.settings.instance_count for r in result.results] == [1, 2]
+    shown = _text(at)
+    assert t("predict.yours") in shown and t("predict.happened") in shown
+    assert t(f"ch9.inst_{result.outcome()}") in shown
+    assert (t("predict.right") in shown) == (result.outcome() == "same")
+    # KIND_GPU on this server: Triton's refusal, verbatim
+    at.button(key="ch9_gpu_run").click()
+    at.run()
+    assert "no GPUs are available" in _text(at)
+    # priorities: the urgent requests overtake (the same measurement as tests/test_scheduling.py)
+    _run(at, "ch9_prio", "overtake", "ch9_prio_run")
+    prio = at.session_state["ch9_prio_result"]
+    assert prio.outcome() == "overtake", (prio.fifo.finish_ranks(1), prio.priority.finish_ranks(1))
+    assert t("predict.right") in _text(at)
+    assert "priority_levels: 2" in _text(at)
+    # queue policy: a small queue refuses some of the 32, with Triton's words
+    at.radio(key="ch9_sched_pick").set_value("queue")
+    at.run()
+    at.slider(key="ch9_q_size").set_value(4)
+    _run(at, "ch9_q", "all", "ch9_q_run")
+    q = at.session_state["ch9_q_result"]
+    assert q.outcome() == "some"
+    shown = _text(at)
+    assert t("predict.wrong") in shown
+    assert any(
+        "Exceeds maximum queue size" in str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()
+    )
+    # Little's law with the student's own C
+    _run(at, "ch9_little", "latency", "ch9_little_run")
+    law = at.session_state["ch9_little_result"]
+    assert [r.concurrency for r in law.runs] == [2, 4]
+    assert t("ch9.little_yours", c=2, rps="", predicted="", measured="").split("=")[0] in _text(at)
+    assert kserve.model_config(embedded.endpoint, scheduling.MODEL) == original
+
+
+def _predict_app() -> None:
+    import streamlit as st
+
+    from ui import predict
+
+    options = {"up": "goes up", "down": "goes down"}
+    predict.ask("demo", "Will it go up?", options)
+    if st.button("run", key="run"):
+        predict.lock("demo")
+        st.session_state["outcome"] = "up"
+    if "outcome" in st.session_state:
+        predict.reveal("demo", options, st.session_state["outcome"], "detail line")
+
+
+def test_predict_helper_keeps_the_prediction_made_before_the_run():
+    at = AppTest.from_function(_predict_app)
+    at.run()
+    at.button(key="run").click().run()  # no prediction
+    assert any("goes up" in m.value for m in at.markdown)
+    assert not at.success and not at.warning
+    at.radio(key="tk_predict_demo").set_value("down").run()  # chosen after the run: history stays
+    assert not at.warning
+    at.button(key="run").click().run()
+    assert at.warning and not at.success
+    at.radio(key="tk_predict_demo").set_value("up").run()
+    assert at.warning and not at.success, "changing the answer afterwards must not rewrite the reveal"
+    at.button(key="run").click().run()
+    assert at.success and not at.warning
+    assert any("detail line" in c.value for c in at.caption)
+
+
+# -- Chromium -----------------------------------------------------------------------------------------------
+SHOTS = ROOT / "artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """The app with its own embedded server: the experiments reload the classifier through the restricted
+    repository API, whose key only the app's own server gives it (a remote server is read-only here)."""
+    env = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}
+    with conftest.streamlit_app(env, log_name="streamlit_ch9.log") as (url, _proc):
+        yield url
+
+
+def _settle(page, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    stable = None
+    while time.monotonic() < deadline:
+        busy = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        if not busy:
+            stable = stable or time.monotonic()
+            if time.monotonic() - stable > 0.5:
+                return
+        else:
+            stable = None
+        time.sleep(0.1)
+    raise TimeoutError("the page kept running")
+
+
+def _open_section(page, heading: str) -> None:
+    box = page.locator('[data-testid="stExpander"]').filter(has_text=heading).first
+    details = box.locator("details")
+    if details.count() and details.first.get_attribute("open") is None:
+        box.locator("summary").first.click()
+        _settle(page)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(conftest.CHROMIUM).exists(), reason="no Debian chromium")
+def test_chapter9_in_chromium(browser, app_url):
+    """Each live element pressed in a real browser against the real server (en); no exception box."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{app_url}/ch9?lang=en")
+        page.wait_for_selector("h1", timeout=60_000)
+        _settle(page)
+        lesson = lessons.load_lesson(9, "en")
+        headings = [lessons.split_heading(text)[0] for text in lesson.sections.values()]
+        # instance_group (the first box, open)
+        page.get_by_text(lessons.t("ch9.inst_same", "en")).first.click()
+        _settle(page)
+        page.get_by_role("button", name=lessons.t("ch9.inst_run", "en", n=2)).click()
+        page.get_by_text(lessons.t("predict.happened", "en")).first.wait_for(timeout=120_000)
+        _settle(page)
+        page.get_by_role("button", name=lessons.t("ch9.gpu_run", "en")).click()
+        page.get_by_text("no GPUs are available").first.wait_for(timeout=60_000)
+        # scheduling: priorities
+        _open_section(page, headings[1])
+        page.get_by_text(lessons.t("ch9.prio_overtake", "en")).first.click()
+        _settle(page)
+        page.get_by_role("button", name=lessons.t("ch9.prio_run", "en")).click()
+        page.get_by_text(lessons.t("ch9.prio_detail", "en", early=32, late=4, total=36)).wait_for(
+            timeout=120_000
+        )
+        _settle(page)
+        # scheduling: queue policy
+        page.get_by_text(lessons.t("ch9.sched_queue", "en"), exact=True).click()  # the radio, not the heading
+        _settle(page)
+        page.get_by_role("button", name=lessons.t("ch9.q_run", "en")).click()
+        page.get_by_text(lessons.t("ch9.q_refused", "en")).first.wait_for(timeout=120_000)
+        _settle(page)
+        assert (
+            page.get_by_text("Exceeds maximum queue size").count()
+            or page.locator('[data-testid="stDataFrame"]').count()
+        )
+        # queueing: Little's law
+        _open_section(page, headings[2])
+        page.get_by_role("button", name=lessons.t("ch9.little_run", "en", c=2, c2=4)).click()
+        page.get_by_text(lessons.t("ch9.little_yours", "en").split(":")[0]).first.wait_for(timeout=120_000)
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.get_by_text(lessons.t("predict.yours", "en")).count() == 3  # instances, queue policy, Little
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.set_viewport_size({"width": 1400, "height": 6000})
+        page.screenshot(path=str(SHOTS / "ch9_driven_en.png"), full_page=True)
+    except Exception:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "ch9_failure.png"), full_page=True)  # what it looked like, to read
+        raise
+    finally:
+        page.close()
