@@ -70,6 +70,7 @@ def run() -> None:
     page = st.navigation(
         sections,
         position=present.nav_position(),  # projector mode (?present=1): the top bar, the sidebar is hidden
+        expanded=True,  # every chapter and lab listed (by default Streamlit hides all but 10 behind "View more")
     )
     present.apply()
     render_sidebar()
