@@ -108,7 +108,9 @@ def test_little_outcome_and_rows():
 
 
 def test_triton_text_keeps_tritons_words():
-    detail = "load classifier: POST /v2/repository/models/classifier/load: HTTP 400: load failed for model 'x'"
+    detail = (
+        "load classifier: POST /v2/repository/models/classifier/load: HTTP 400: load failed for model 'x'"
+    )
     assert scheduling.triton_text(detail) == "load failed for model 'x'"
     assert scheduling.triton_text("something else") == "something else"
 
@@ -157,3 +159,13 @@ def test_instances_and_littles_law_measure(ep):
     for row in law.rows():  # closed loop: C / λ is the mean latency, within what the clock can tell
         assert row["mean_latency_ms"] == pytest.approx(row["predicted_latency_ms"], rel=0.35)
         assert row["queue_ms"] is not None and row["compute_ms"] is not None
+
+
+def test_a_closed_repository_api_is_not_passed_off_as_a_gpu_verdict(server):
+    """Without the key (a remote server) the load is refused for its API, not for the GPU: say so, as an error."""
+    from triton_kitchen.endpoint import Endpoint
+
+    remote = Endpoint(server.http_url, server.grpc_url)
+    with pytest.raises(batching.BatchingError) as info:
+        scheduling.gpu_refusal(remote)
+    assert info.value.code == "no_control_api"

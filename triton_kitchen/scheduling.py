@@ -366,6 +366,8 @@ def gpu_refusal(endpoint: Endpoint) -> str:
         try:
             batching.load_model(endpoint, MODEL, cfg)  # the lab's checks: KIND_GPU is an allowed kind
         except batching.BatchingError as exc:
+            if exc.code == "no_control_api":
+                raise  # the repository API is closed to us: no verdict of Triton's about the GPU
             return triton_text(exc.detail)
     return ""
 

@@ -39,11 +39,17 @@ def _fmt(v, spec: str = ".1f") -> str:
 
 
 # -- instance_group ------------------------------------------------------------------------------------------
+def _remote_note(ep) -> None:
+    if not ep.headers:  # a remote server: its repository API is not ours to reload models through
+        st.info(t("lab_batching.remote_note"))
+
+
 def instances() -> None:
     ep = state.endpoint()
     if ep is None:
         state.say_no_server()
         return
+    _remote_note(ep)
     c1, c2, c3 = st.columns(3)
     count = c1.slider(t("ch9.inst_count"), 2, scheduling.batching.MAX_INSTANCES, 2, key="ch9_inst_count")
     conc = c2.slider(t("ch9.inst_concurrency"), 1, 16, 4, key="ch9_inst_c")
@@ -188,6 +194,7 @@ def scheduling_demo() -> None:
     if ep is None:
         state.say_no_server()
         return
+    _remote_note(ep)
     labels = _options("sched", ("priority", "queue"))  # words bound now, not when a test formats them later
     which = st.radio(
         t("ch9.sched_pick"),
