@@ -139,6 +139,13 @@ MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
         "error.nothing_listening",  # the "dead server" mistake: a closed port, on purpose
     ),  # fmt: skip
     ("*", "tk_quiz_"): ("quiz.wrong",),  # a wrong quiz answer
+    # the break-it lab: each mistake's real error, shown on purpose beside its fix
+    ("lab-break", "break_"): ("lab_break.raised",),
+    # one request inside an ensemble, sent a text file as the photo: the failing step, on purpose
+    **{
+        ("*", f"{box}_send"): ("inside.failed", "inside.failed_undecided", "inside.failed_nothing_ran")
+        for box in ("flow_inside", "ch2_inside", "ch3_par", "ch3_casc")
+    },
 }
 
 

@@ -25,7 +25,7 @@ def _attempt(a: breakit.Attempt) -> None:
     elif a.kind == "np_bytes":  # no error at all: the value arrived shortened, silently
         st.warning(t("lab_break.silent", message=a.message), icon="⚠️")
     else:
-        st.error(code + a.message, icon="⛔")
+        st.error(t("lab_break.raised", message=code + a.message), icon="⛔")
 
 
 def _facts(result: breakit.CaseResult) -> None:
