@@ -199,7 +199,9 @@ def test_chapter9_in_chromium(browser, app_url):
         page.get_by_text(lessons.t("ch9.little_yours", "en").split(":")[0]).first.wait_for(timeout=120_000)
         _settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
-        assert page.get_by_text(lessons.t("predict.yours", "en")).count() == 3  # instances, queue policy, Little
+        assert (
+            page.get_by_text(lessons.t("predict.yours", "en")).count() == 3
+        )  # instances, queue policy, Little
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.set_viewport_size({"width": 1400, "height": 6000})
         page.screenshot(path=str(SHOTS / "ch9_driven_en.png"), full_page=True)
