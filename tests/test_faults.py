@@ -125,12 +125,16 @@ def test_auto_restart_off_then_the_teachers_button(small, embedded_app, monkeypa
     student = AppTest.from_file(APP, default_timeout=TIMEOUT)
     student.query_params["lang"] = "zh"
     student.run()
-    assert not student.sidebar.button and not student.sidebar.toggle  # no control of the shared server
+    assert not _server_buttons(student) and not student.sidebar.toggle  # no control of the shared server
     teacher = AppTest.from_file(APP, default_timeout=TIMEOUT)
     teacher.query_params["lang"] = "zh"
     teacher.query_params["teacher"] = "tk-secret"
     teacher.run()
-    assert lessons.t("sidebar.auto_restart_off", "zh") in sidebar_text(teacher)
+    # in a class the server's controls are on the teacher's desk, not in the sidebar
+    assert not _server_buttons(teacher)
+    teacher.switch_page("views/teacher.py").run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    assert any(lessons.t("sidebar.auto_restart_off", "zh") in c.value for c in teacher.caption)
     kill_triton(small)
     student.run()
     teacher.run()
@@ -138,11 +142,18 @@ def test_auto_restart_off_then_the_teachers_button(small, embedded_app, monkeypa
     assert lessons.t("sidebar.stopped_help_student", "zh") in sidebar_text(student)
     assert lessons.t("sidebar.stopped_help", "zh") in sidebar_text(teacher)
     assert not small.running, "restarted although auto-restart is off"
-    teacher.sidebar.button(key="tk_restart").click().run()
+    teacher.button(key="tk_restart").click().run()
     assert not teacher.exception
     assert embedded_app.wait(60) and small.running
     student.run()
     assert any("2.51" in s.value for s in student.sidebar.success), sidebar_text(student)
+
+
+def _server_buttons(at) -> list[str]:
+    """The sidebar's buttons but the class box's (joining a class is every student's)."""
+    return [
+        b.key for b in at.sidebar.button if "tk_class_join" not in (b.key or "") and b.key != "tk_class_leave"
+    ]
 
 
 def test_a_wrong_teacher_token_is_a_student(small, embedded_app, monkeypatch):
@@ -152,14 +163,14 @@ def test_a_wrong_teacher_token_is_a_student(small, embedded_app, monkeypatch):
     at.query_params["teacher"] = "guess"
     at.run()
     assert not at.exception
-    assert not at.sidebar.button and not at.sidebar.radio  # no restart, no remote-server settings
+    assert not _server_buttons(at) and not at.sidebar.radio  # no restart, no remote-server settings
     monkeypatch.delenv("TRITON_KITCHEN_TEACHER_TOKEN")
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["teacher"] = ""  # no token configured: the app is one person's, on this machine
     at.run()
     assert not at.exception
     # AppTest's session is local, like a learner's own browser: the server choice and the restart are there
-    assert at.sidebar.radio and [b.key for b in at.sidebar.button] == ["tk_restart"], sidebar_text(at)
+    assert at.sidebar.radio and _server_buttons(at) == ["tk_restart"], sidebar_text(at)
 
 
 def test_without_a_token_only_the_machine_running_the_app_has_the_controls(monkeypatch):
