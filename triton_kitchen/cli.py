@@ -23,7 +23,7 @@ from triton_kitchen.bench import DISTRIBUTIONS, MAX_CONCURRENCY, MAX_DURATION_S,
 from triton_kitchen.cli_class import add_class_parser
 from triton_kitchen.cli_simulate import add_simulate_parser
 from triton_kitchen.cli_trace import add_trace_parser
-from triton_kitchen.config import ConfigError, load_repository
+from triton_kitchen.config import ConfigError, is_model_dir, load_repository
 from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port
 from triton_kitchen.ensemble import (
     DEFAULT_OPTIONS,
@@ -114,16 +114,6 @@ def _show(path: str | None) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def _is_model_dir(p: Path) -> bool:
-    """A model folder: it has a config.pbtxt, or (its config left to Triton's auto-complete) a version folder."""
-    if (p / "config.pbtxt").is_file():
-        return True
-    try:
-        return any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
-    except OSError:
-        return False
-
-
 def check_paths(
     paths: list[str], config_name: str | None = None, options: CheckOptions = DEFAULT_OPTIONS
 ) -> list[Problem]:
@@ -148,7 +138,7 @@ def check_paths(
                     out += validate_model(model_dir.name, repo, with_dependencies=True, options=options)
                     continue
             out += validate_config_file(p)
-        elif _is_model_dir(p):
+        elif is_model_dir(p):
             repo = load_repository(p.resolve().parent, config_name)
             out += validate_model(p.resolve().name, repo, with_dependencies=True, options=options)
         else:

@@ -490,6 +490,17 @@ def served_versions(config: ModelConfig | None, versions: list[int]) -> list[int
     return avail[-n:] if n > 0 else []
 
 
+def is_model_dir(path: str | os.PathLike) -> bool:
+    """A model folder: it has a config.pbtxt, or (its config left to Triton's auto-complete) a version folder."""
+    p = Path(path)
+    if (p / "config.pbtxt").is_file():
+        return True
+    try:
+        return any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
+    except OSError:
+        return False
+
+
 def read_model_dir(
     path: str | os.PathLike, config_name: str | None = None, max_bytes: int | None = None
 ) -> ModelEntry:

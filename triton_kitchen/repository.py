@@ -28,6 +28,7 @@ from triton_kitchen import catalog, kserve
 from triton_kitchen.config import (
     ConfigError,
     ModelEntry,
+    is_model_dir,
     load_repository,
     locate,
     parse_config,
@@ -149,23 +150,13 @@ def loaded_config_text(endpoint: Endpoint, model: str) -> str:
 REPOSITORY_ROOT_ENV = "TRITON_KITCHEN_REPOSITORY_ROOT"
 
 
-def _is_model_folder(p: Path) -> bool:
-    """A ``config.pbtxt``, or a version folder (Triton's auto-complete may fill the config in)."""
-    if (p / "config.pbtxt").is_file():
-        return True
-    try:
-        return any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
-    except OSError:
-        return False
-
-
 def scan_names(repo: Path | str) -> list[str]:
     """The model folders of ``repo`` (a ``config.pbtxt`` or a version folder), by name (nothing is parsed)."""
     root = Path(repo)
     if not root.is_dir():
         return []
     return sorted(
-        p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and _is_model_folder(p)
+        p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_model_dir(p)
     )
 
 
