@@ -22,6 +22,7 @@ import atexit
 import os
 import secrets
 import threading
+import time
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -39,7 +40,8 @@ BENCH_PROTOCOLS = PROTOCOLS + SHM_PROTOCOLS  # what bench can load a model with
 BASE = {"http-shm": "http-binary", "grpc-shm": "grpc"}  # the socket protocol each one sends its requests over
 BYTES_PER_ELEMENT = 1024  # room for one BYTES output element (its 4-byte length included)
 REGION_PREFIX = "tk_shm_"
-UNREGISTER_TIMEOUT_S = 2.0
+UNREGISTER_TIMEOUT_S = 2.0  # one unregister request
+UNREGISTER_WAIT_S = 10.0  # how long a region the server still uses is asked for again
 
 _open: set[ShmCaller] = set()  # callers whose region exists (held, not weakly: closed at exit at the latest)
 _open_lock = threading.Lock()
@@ -137,13 +139,13 @@ class ShmCaller(Caller):
                 _open.add(self)
             for name, value in data.items():
                 shm.set_shared_memory_region(self._handle, [value], offset=self._inputs[name][0])
+            self._registered = True  # from the asking on: a register that times out here may still land there
             if self.protocol == "grpc":
                 if self._grpc is None:
                     self._grpc = grpcclient.InferenceServerClient(self.address)
                 self._grpc.register_system_shared_memory(self.region, self.key, size)
             else:
                 kserve.register_system_shm(self.address, self.region, self.key, size)
-            self._registered = True
         except InferenceServerException as exc:
             self.close()
             raise ProtocolError(f"registering shared memory: {exc.message() or exc}", "server") from exc
@@ -162,17 +164,8 @@ class ShmCaller(Caller):
     def _release(self) -> None:
         """Unregister the region (the server lets go) and unlink it here; each step once, whatever fails."""
         if self._registered:
+            self._unregister()
             self._registered = False
-            try:
-                if self.protocol == "grpc":
-                    client = self._grpc or grpcclient.InferenceServerClient(self.address)
-                    client.unregister_system_shared_memory(self.region, client_timeout=UNREGISTER_TIMEOUT_S)
-                    if client is not self._grpc:
-                        client.close()
-                else:
-                    kserve.unregister_system_shm(self.address, self.region, timeout=UNREGISTER_TIMEOUT_S)
-            except (InferenceServerException, kserve.KServeError):
-                pass  # the server is gone or already let go: it holds nothing of ours any more
         handle, self._handle = self._handle, None
         if handle is not None:
             try:
@@ -181,6 +174,30 @@ class ShmCaller(Caller):
                 pass
         with _open_lock:
             _open.discard(self)
+
+    def _unregister(self) -> None:
+        """Ask the server to let go, again while it answers that the region is in use: Triton keeps a region
+        that a request still in flight there names (one whose client gave up at its deadline) until that
+        request is done. Unregistering a name the server does not hold succeeds, so asking twice is harmless."""
+        give_up = time.monotonic() + UNREGISTER_WAIT_S
+        while True:
+            try:
+                if self.protocol == "grpc":
+                    client = self._grpc or grpcclient.InferenceServerClient(self.address)
+                    try:
+                        client.unregister_system_shared_memory(
+                            self.region, client_timeout=UNREGISTER_TIMEOUT_S
+                        )
+                    finally:
+                        if client is not self._grpc:
+                            client.close()
+                else:
+                    kserve.unregister_system_shm(self.address, self.region, timeout=UNREGISTER_TIMEOUT_S)
+                return
+            except (InferenceServerException, kserve.KServeError) as exc:
+                if "in use" not in str(exc) or time.monotonic() >= give_up:
+                    return  # the server is gone (it holds nothing of ours any more), or kept it past our wait
+                time.sleep(0.05)
 
     # the request: the region's name and offsets instead of the tensors -------------------------------------
     def _tensors(self, client) -> tuple[list, list]:
