@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(conftest.CHROMIUM)
 SHOTS = ROOT / "artifacts" / "screenshots"
 ARGS = conftest.CHROMIUM_ARGS
-CHAPTERS = [""] + [f"ch{n}" for n in range(1, 10)]  # "": the welcome page, the app's root
+CHAPTERS = [""] + [f"ch{n}" for n in range(1, 11)]  # "": the welcome page, the app's root
 LABS = {
     "lab-protocols": "views/lab_protocols.py",
     "lab-batching": "views/lab_batching.py",

@@ -37,7 +37,7 @@ WARMUP_S = 1.0  # each setting's warm-up; its executions are left out of the his
 
 # What a page may change, and on which models (security: nothing else of a config can be overridden,
 # and the override never carries files, so no page can load a Python backend or upload code).
-LAB_MODELS = (MODEL,)
+LAB_MODELS = (MODEL, "hflip")  # hflip: chapter 10 reloads it while it is being called (model_control)
 SAFE_FIELDS = ("dynamic_batching", "instance_group")
 SAFE_KINDS = {"KIND_CPU", "KIND_GPU", "KIND_AUTO"}
 
@@ -142,7 +142,7 @@ def load_model(
     """(Re)load ``model`` through the repository API; ``config`` overrides config.pbtxt. Only the lab's
     models, only a config (never files), and only when its fields are a safe change of the loaded one."""
     if model not in LAB_MODELS:
-        raise BatchingError(f"the batching lab only reloads {', '.join(LAB_MODELS)}", "bad_settings")
+        raise BatchingError(f"the labs only reload {', '.join(LAB_MODELS)}", "bad_settings")
     if config is not None:
         if config.get("name", model) != model:
             raise BatchingError(f"the override names {config.get('name')!r}, not {model!r}", "bad_settings")

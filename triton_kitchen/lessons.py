@@ -30,7 +30,7 @@ from triton_kitchen import cjk
 LANGS = ("zh", "en")
 DEFAULT_LANG = "zh"
 CJK_LANGS = ("zh",)  # their lessons, quizzes and UI strings go through cjk.normalize when loaded
-CHAPTERS = tuple(range(1, 10))
+CHAPTERS = tuple(range(1, 11))
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
 
 FRONT_MATTER_KEYS = ("title", "chapter", "summary", "live")

@@ -92,8 +92,8 @@ def address_of(endpoint: Endpoint) -> str:
     return f"{endpoint.http_url.rsplit(':', 1)[0]}:{DEFAULT_PORTS['metrics']}"
 
 
-def scrape(metrics_url: str, timeout: float = 2.0) -> ServerMetrics:
-    """GET ``http://<metrics_url>/metrics`` and parse it."""
+def fetch(metrics_url: str, timeout: float = 2.0) -> str:
+    """GET ``http://<metrics_url>/metrics``: Prometheus text."""
     try:
         host, port = split_host_port(metrics_url)
     except ValueError as exc:
@@ -111,7 +111,22 @@ def scrape(metrics_url: str, timeout: float = 2.0) -> ServerMetrics:
         conn.close()
     if resp.status != 200:
         raise MetricsError("metrics_unreachable", f"{metrics_url}/metrics: HTTP {resp.status}")
-    return parse(body)
+    return body
+
+
+def scrape(metrics_url: str, timeout: float = 2.0) -> ServerMetrics:
+    """GET ``http://<metrics_url>/metrics`` and parse it."""
+    return parse(fetch(metrics_url, timeout))
+
+
+def model_lines(text: str, model: str, names: tuple[str, ...] = tuple(MODEL_COUNTERS)) -> list[str]:
+    """The sample lines of ``text`` for ``model`` (metric names in ``names``), as the server wrote them."""
+    tag = f'model="{model}"'
+    return [
+        line
+        for line in text.splitlines()
+        if tag in line and not line.startswith("#") and line.split("{", 1)[0] in names
+    ]
 
 
 def delta(before: ServerMetrics, after: ServerMetrics) -> dict[str, ModelMetrics]:

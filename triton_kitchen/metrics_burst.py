@@ -1,0 +1,47 @@
+"""Chapter 10's metrics experiment: scrape the metrics port, send a burst to the classifier, scrape again.
+
+``nv_inference_count`` counts inferences (one per request, per batch item), ``nv_inference_exec_count``
+counts executions (one per batch the model ran): with dynamic batching a burst of N requests grows the first by
+N and the second by fewer. The counters are the server's, for every client: another student's requests in the
+same second are counted too, and the page says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triton_kitchen import metrics, scheduling
+from triton_kitchen.endpoint import Endpoint
+
+MODEL = scheduling.MODEL
+SHOWN = ("nv_inference_request_success", "nv_inference_count", "nv_inference_exec_count")
+
+
+@dataclass
+class CountedBurst:
+    n: int
+    answered: int
+    delta: metrics.ModelMetrics
+    before: list[str] = field(default_factory=list)  # the model's sample lines, as the server wrote them
+    after: list[str] = field(default_factory=list)
+
+    def outcome(self) -> str:
+        """``both_n``: both counters grew alike; ``fewer_exec``: fewer executions than inferences."""
+        return "fewer_exec" if self.delta.executions < self.delta.inferences else "both_n"
+
+
+def count_a_burst(endpoint: Endpoint, n: int = 8) -> CountedBurst:
+    """Scrape, send ``n`` requests at once to the classifier (:func:`scheduling.burst`), scrape again.
+    Raises metrics.MetricsError when nothing answers on the metrics port."""
+    url = metrics.address_of(endpoint)
+    text = metrics.fetch(url)
+    burst = scheduling.burst(endpoint, n)
+    after = metrics.fetch(url)
+    d = metrics.delta(metrics.parse(text), metrics.parse(after)).get(MODEL, metrics.ModelMetrics())
+    return CountedBurst(
+        n,
+        burst.answered,
+        d,
+        metrics.model_lines(text, MODEL, SHOWN),
+        metrics.model_lines(after, MODEL, SHOWN),
+    )

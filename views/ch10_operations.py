@@ -1,0 +1,209 @@
+"""Chapter 10: open for business — model-control modes, metrics, the wire's limits. Each section's live element
+asks for a prediction first, then measures on the real server (triton_kitchen.model_control, metrics_burst,
+wire_limits)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triton_kitchen import kserve, metrics_burst, model_control, wire_limits
+from ui import errors, predict, state, tables
+from ui.lesson import render_lesson
+from ui.state import t
+
+
+def _options(prefix: str, keys: tuple[str, ...], **kw) -> dict[str, str]:
+    return {k: t(f"ch10.{prefix}_{k}", **kw) for k in keys}
+
+
+def _measure(key: str, workers: int, fn, done_key: str) -> None:
+    """Lock the prediction, run ``fn`` holding the lab budget, keep its result (or show the error)."""
+    predict.lock(key)
+    try:
+        with st.spinner(t("ch10.running")):
+            result = state.lab_run(workers, fn)
+        if result is not state.BUSY:
+            st.session_state[done_key] = result
+    except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
+        st.session_state.pop(done_key, None)
+        errors.show_error(exc)
+    state.say_if_stopped_by_death()
+
+
+# -- model control ---------------------------------------------------------------------------------------------
+def _index(ep) -> None:
+    """The repository index: which models this server has loaded, as it says."""
+    with st.expander(t("ch10.index_title")):
+        try:
+            rows = kserve.repository_index(ep, headers=ep.headers or None, timeout=5.0)
+        except kserve.KServeError as exc:
+            st.caption(t("ch10.index_none", detail=exc.detail))
+            return
+        tables.show(
+            [
+                {
+                    t("ch10.col.model"): r.get("name"),
+                    t("ch10.col.state"): r.get("state", "—"),
+                    t("ch10.col.reason"): r.get("reason", ""),
+                }
+                for r in rows
+            ]
+        )
+
+
+def _timeline(result: model_control.ControlResult) -> None:
+    fig = go.Figure()
+    fig.add_vrect(
+        x0=result.change_start_s * 1000,
+        x1=result.change_end_s * 1000,
+        fillcolor="#fdd0a2",
+        opacity=0.5,
+        line_width=0,
+        annotation_text=t(f"ch10.way_{result.way}"),
+        annotation_position="top left",
+    )
+    for ok, label, color in (
+        (True, t("ch10.ctl_answered"), "#31a354"),
+        (False, t("ch10.ctl_refused"), "#de2d26"),
+    ):
+        rs = [r for r in result.requests if r.ok is ok]
+        fig.add_trace(
+            go.Scatter(
+                x=[r.start_s * 1000 for r in rs],
+                y=[(r.end_s - r.start_s) * 1000 for r in rs],
+                mode="markers",
+                name=label,
+                marker=dict(color=color, size=5),
+            )
+        )
+    fig.update_layout(
+        height=260,
+        margin=dict(l=10, r=10, t=30, b=10),
+        xaxis_title=t("ch10.ctl_axis_x"),
+        yaxis_title=t("ch10.ctl_axis_y"),
+        legend=dict(orientation="h", y=1.2),
+    )
+    st.plotly_chart(fig, width="stretch", key="ch10_ctl_fig")
+
+
+def model_control_demo() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    if not ep.headers:  # a remote server: its repository API is not ours to reload models through
+        st.info(t("lab_batching.remote_note"))
+    _index(ep)
+    ways = _options("way", model_control.WAYS)
+    way = st.radio(t("ch10.way_pick"), list(ways), format_func=ways.get, horizontal=True, key="ch10_way")
+    options = _options("ctl", ("all_answered", "some_refused"))
+    predict.ask("ch10_ctl", t("ch10.ctl_predict", way=ways[way]), options)
+    if st.button(t("ch10.ctl_run"), type="primary", key="ch10_ctl_run"):
+        _measure(
+            "ch10_ctl",
+            model_control.CLIENTS,
+            lambda: model_control.change_under_load(ep, way),
+            "ch10_ctl_result",
+        )
+    result = st.session_state.get("ch10_ctl_result")
+    if result is None:
+        return
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("ch10.ctl_answered"), result.answered)
+    m2.metric(t("ch10.ctl_refused"), result.refused)
+    m3.metric(t("ch10.ctl_change_ms"), f"{result.change_ms:.0f}")
+    _timeline(result)
+    if result.errors():
+        tables.show(
+            [{t("ch10.col.error"): text, t("ch10.col.count"): n} for text, n in result.errors().items()]
+        )
+    predict.reveal(
+        "ch10_ctl",
+        options,
+        result.outcome(),
+        t(
+            f"ch10.ctl_detail_{result.way}",
+            gap=f"{result.refused_window_ms():.0f}",
+            longest=f"{result.longest_ms() or 0:.0f}",
+        ),
+    )
+
+
+# -- metrics ---------------------------------------------------------------------------------------------------
+def metrics_demo() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    n = st.slider(t("ch10.met_n"), 2, 16, 8, key="ch10_met_n")
+    options = _options("met", ("both_n", "fewer_exec"), n=n)
+    predict.ask("ch10_met", t("ch10.met_predict", n=n), options)
+    if st.button(t("ch10.met_run", n=n), type="primary", key="ch10_met_run"):
+        _measure("ch10_met", 1, lambda: metrics_burst.count_a_burst(ep, int(n)), "ch10_met_result")
+    result = st.session_state.get("ch10_met_result")
+    if result is None:
+        return
+    d = result.delta
+    m1, m2, m3 = st.columns(3)
+    m1.metric("nv_inference_count", f"+{d.inferences:.0f}")
+    m2.metric("nv_inference_exec_count", f"+{d.executions:.0f}")
+    m3.metric(t("ch10.met_mean_batch"), "—" if d.mean_batch is None else f"{d.mean_batch:.1f}")
+    left, right = st.columns(2)
+    left.caption(t("ch10.met_before"))
+    left.code("\n".join(result.before) or "—", language="text")
+    right.caption(t("ch10.met_after"))
+    right.code("\n".join(result.after) or "—", language="text")
+    predict.reveal(
+        "ch10_met",
+        options,
+        result.outcome(),
+        t("ch10.met_detail", n=result.n, inf=f"{d.inferences:.0f}", exe=f"{d.executions:.0f}"),
+    )
+
+
+# -- wire limits -----------------------------------------------------------------------------------------------
+def wire_demo() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    batch = st.slider(t("ch10.wire_batch"), 1, wire_limits.MAX_BATCH, 7, key="ch10_wire_batch")
+    mb = batch * wire_limits.IMAGE_BYTES / 1e6
+    options = _options("wire", ("answered", "client_refused", "server_refused"))
+    predict.ask("ch10_wire", t("ch10.wire_predict", n=batch, mb=f"{mb:.1f}"), options)
+    if st.button(t("ch10.wire_run", n=batch), type="primary", key="ch10_wire_run"):
+        _measure("ch10_wire", 1, lambda: wire_limits.compare(ep, int(batch)), "ch10_wire_result")
+    result = st.session_state.get("ch10_wire_result")
+    if result is None:
+        return
+    tables.show(
+        [
+            {
+                t("ch10.col.client"): t("ch10.wire_plain"),
+                t("ch10.col.result"): result.plain_code or t("ch10.wire_ok"),
+                t("ch10.col.detail"): result.plain_error,
+            },
+            {
+                t("ch10.col.client"): "tritonclient",
+                t("ch10.col.result"): t("ch10.wire_ok") if not result.tritonclient_error else "✗",
+                t("ch10.col.detail"): result.tritonclient_error,
+            },
+        ]
+    )
+    predict.reveal(
+        "ch10_wire",
+        options,
+        result.outcome(),
+        t(
+            "ch10.wire_detail",
+            sent=f"{result.request_bytes:,}",
+            answer=f"{result.answer_bytes:,}",
+            limit=f"{wire_limits.GRPC_DEFAULT_LIMIT:,}",
+        ),
+    )
+
+
+render_lesson(
+    10, live={"model_control": model_control_demo, "metrics": metrics_demo, "wire_limits": wire_demo}
+)
