@@ -151,9 +151,9 @@ def metrics_demo() -> None:
     m3.metric(t("ch10.met_mean_batch"), "—" if d.mean_batch is None else f"{d.mean_batch:.1f}")
     left, right = st.columns(2)
     left.caption(t("ch10.met_before"))
-    left.code("\n".join(result.before) or "—", language="text")
+    left.code("\n".join(result.before) or "—", language="text", wrap_lines=True)
     right.caption(t("ch10.met_after"))
-    right.code("\n".join(result.after) or "—", language="text")
+    right.code("\n".join(result.after) or "—", language="text", wrap_lines=True)
     predict.reveal(
         "ch10_met",
         options,
