@@ -325,6 +325,17 @@ def test_levels_and_tiers_are_not_called_stages():
     assert "tier" in _prose(3, "en") and "第 1 级" in _prose(3, "zh")
 
 
+MISCONCEPTION = {"en": "> **Misconception: ", "zh": "> **常见误解："}
+
+
+def test_every_chapter_corrects_a_misconception_where_it_arises():
+    """A callout at the point of first contact in every chapter but the review (8), as many in zh as in en."""
+    for chapter in L.CHAPTERS:
+        counts = {lang: _body(chapter, lang).count(MISCONCEPTION[lang]) for lang in L.LANGS}
+        assert counts["zh"] == counts["en"], (chapter, counts)
+        assert (counts["en"] >= 1) == (chapter != 8), (chapter, counts)
+
+
 def test_test_time_augmentation_is_not_called_two_tower():
     zh, en = _body(3, "zh"), _body(3, "en")
     assert "## 2. 并行分支\n" in zh and "## 2. Parallel branches\n" in en
