@@ -81,6 +81,13 @@ def test_page_renders(remote, page, lang):
             and key.split(".")[0] in {*(f"ch{n}" for n in range(1, 11)), "repo"}
         ):
             assert key not in shown, f"untranslated key {key} on {page}"
+    # the map of a request's life under the title, this chapter's stages as badges
+    from triton_kitchen import request_map
+
+    mapped = next(m.value for m in at.markdown if m.value.startswith(lessons.t("map.title", lang)))
+    for stage, on in request_map.stages(chapter):
+        label = lessons.t(f"map.{stage}", lang)
+        assert (f":orange-badge[{label}]" if on else f":gray[{label}]") in mapped
     assert not at.error, [e.value for e in at.error]
 
 

@@ -584,3 +584,22 @@ def test_lessons_module_does_not_import_streamlit():
     root = Path(L.__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- the map of a request's life ------------------------------------------------------------
+
+
+def test_every_chapter_highlights_part_of_a_requests_life():
+    from triton_kitchen import request_map
+
+    assert set(request_map.CHAPTER_STAGES) == set(L.CHAPTERS)
+    for chapter in L.CHAPTERS:
+        stages = request_map.stages(chapter)
+        assert [s for s, _ in stages] == list(request_map.STAGES)
+        assert any(on for _, on in stages), chapter
+        assert set(request_map.CHAPTER_STAGES[chapter]) <= set(request_map.STAGES)
+    assert all(on for _, on in request_map.stages(8))  # the review covers the whole life
+    assert not request_map.stages(4)[2][1]  # HTTP/REST is not about the ensemble scheduler
+    for lang in L.LANGS:
+        for stage in (*request_map.STAGES, "title", "help"):
+            assert L.t(f"map.{stage}", lang).strip(), (lang, stage)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from triton_kitchen import lessons
-from ui import classroom, errors, handouts, i18n
+from ui import classroom, errors, handouts, i18n, request_map
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -36,6 +36,7 @@ def render_lesson(
         return
     st.title(lesson.title)
     st.caption(lesson.summary)
+    request_map.render(chapter)
     if intro is not None:
         _run_live(chapter, "intro", intro)
     for n, (key, text) in enumerate(lesson.sections.items()):
