@@ -85,3 +85,21 @@ def test_one_grpc_client_per_address_for_every_thread_until_closed(server, sampl
     assert clients.grpc_client(ep) is not seen[0]  # a restart's close_all: the next call gets a new one
     assert classify(ep, sample_jpegs["chelsea"], protocol="grpc").labels
     assert classify(ep, sample_jpegs["chelsea"], protocol="http").labels
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_the_code_shown_beside_the_button_is_the_call_it_makes(server, sample_jpegs, protocol, tmp_path):
+    """Chapter 1's snippet, run as a student would run it (exec'd as written, a photo on disk), gets the same
+    top-5 as the button."""
+    from triton_kitchen.classify import client_code
+
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(sample_jpegs["chelsea"])
+    code = client_code(server.endpoint, protocol, path=str(photo))
+    assert f"tritonclient.{protocol}" in code and "InferenceServerClient(" in code
+    scope: dict = {}
+    exec(compile(code.replace("print(", "_ = ("), "<ch1 snippet>", "exec"), scope)  # noqa: S102
+    labels = [b.decode() for b in scope["result"].as_numpy("top5_labels")[0]]
+    button = classify(server.endpoint, sample_jpegs["chelsea"], protocol=protocol)
+    assert labels == button.labels
+    scope["client"].close()

@@ -105,3 +105,31 @@ def error_code(exc: InferenceServerException) -> str:
     if "unavailable" in text or "unavailable" in status or "connect" in text or "failed to" in text:
         return "server_unreachable"
     return "server_error"
+
+
+CLIENT_CODE = """import numpy as np
+import tritonclient.{module} as {alias}
+
+client = {alias}.InferenceServerClient("{url}")
+image = open("{path}", "rb").read()
+tensor = {alias}.InferInput("image_bytes", [1, 1], "BYTES")
+tensor.set_data_from_numpy(np.array([[image]], dtype=object))
+result = client.infer("{model}", [tensor])
+print(result.as_numpy("top5_labels"))
+"""
+
+
+def client_code(
+    endpoint: Endpoint, protocol: str, model: str = "image_classifier", path: str = "photo.jpg"
+) -> str:
+    """The few lines of Python that make the call :func:`classify` makes (same tensor, same model), for the
+    student to read beside the button and run on their own machine."""
+    if protocol == "grpc":
+        return CLIENT_CODE.format(
+            module="grpc", alias="grpcclient", url=endpoint.grpc_url, path=path, model=model
+        )
+    if protocol.startswith("http"):
+        return CLIENT_CODE.format(
+            module="http", alias="httpclient", url=endpoint.http_url, path=path, model=model
+        )
+    raise ValueError(f"unknown protocol {protocol!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import catalog, repository
-from triton_kitchen.classify import ClassifyError, classify
+from triton_kitchen.classify import ClassifyError, classify, client_code
 from triton_kitchen.config import ModelEntry
 from ui import batching_toy, state
 from ui.image_picker import pick_image, show_classification
@@ -98,6 +98,9 @@ def order_a_meal() -> None:
             t("classify.button"), key="ch1_classify", type="primary", disabled=image is None or ep is None
         )
     with right:
+        if ep is not None:
+            st.caption(t("ch1.client_code"))
+            st.code(client_code(ep, protocol, catalog.IMAGE_CLASSIFIER), language="python", wrap_lines=True)
         if clicked:
             try:
                 result = classify(ep, image, model=catalog.IMAGE_CLASSIFIER, protocol=protocol)
