@@ -49,3 +49,20 @@ def test_dynamic_batching_queue_wait_is_in_the_trace(server, sample_jpegs):
     assert min(dyn.alone_queue_ms) >= 1.9
     assert min(plain.alone_queue_ms) < 1.0 < min(dyn.alone_queue_ms)
     assert len(dyn.burst_queue_ms) == 3 and dyn.burst_batches <= 3
+
+
+def test_the_outcomes_predictions_are_checked_against():
+    """Chapter 3's "which cascade ran the fine model" and chapter 8's "is gRPC 2x faster", from measurements."""
+    from triton_kitchen.demo import speed_outcome
+
+    def call(coarse: int, fine: int) -> experiments.CascadeCall:
+        return experiments.CascadeCall(None, {"classifier_coarse": coarse, "classifier": fine}, None)
+
+    assert experiments.fine_model_outcome(call(1, 1), call(1, 0)) == "ensemble_only"
+    assert experiments.fine_model_outcome(call(1, 1), call(1, 1)) == "both"
+    assert experiments.fine_model_outcome(call(1, 0), call(1, 1)) == "bls_only"
+    assert experiments.fine_model_outcome(call(1, 0), call(1, 0)) == "neither"
+    assert speed_outcome({"grpc": [2.0, 3.0, 4.0], "http-binary": [6.0, 7.0]}) == "grpc_2x"
+    assert speed_outcome({"grpc": [3.0], "http-binary": [4.0, 5.0]}) == "close"
+    assert speed_outcome({"grpc": [9.0], "http-binary": [4.0]}) == "http_2x"
+    assert speed_outcome({"grpc": [], "http-binary": [4.0]}) is None

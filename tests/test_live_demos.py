@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from triton_kitchen import experiments, lessons, mistakes
 from triton_kitchen import repository as repo
 from triton_kitchen.config import parse_config
+from triton_kitchen.demo import speed_outcome
 from triton_kitchen.ensemble import build_dag
 
 APP = "app.py"
@@ -78,10 +79,15 @@ def test_ch2_swap_button_shows_the_verdict(remote, lang):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_ch8_experiments_4_5_6_show_their_results(remote, lang):
     at = open_page(CH8, lang)
+    at.radio(key="tk_predict_ch8_speed").set_value("grpc_2x")  # predict first: the tutorial's claim
     for key in ("ch8_speed", "ch8_sse", "ch8_cascade"):
         at.button(key=key).click().run()
         no_failure(at, lang)
     assert at.get("plotly_chart"), "experiment 4's chart is missing"
+    outcome = speed_outcome(at.session_state["ch8_speed_result"])
+    shown = "\n".join(m.value for m in at.markdown)
+    assert outcome and lessons.t(f"ch8.m4_{outcome}", lang) in shown  # "what happened", measured
+    assert lessons.t("predict.yours", lang) in shown
     assert any("data:" in c.value for c in at.code), "experiment 5's stream is missing"
     frames = [df.value for df in at.dataframe]
     cascade = next(f for f in frames if "cascade_bls" in f.to_string())
@@ -109,8 +115,14 @@ def test_cascade_call_counts_the_tiers_that_ran(server, sample_jpegs):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_ch3_cascade_readout_says_both_tiers_ran_in_the_ensemble(remote, lang):
     at = open_page(CH3, lang)
+    at.radio(key="tk_predict_ch3_fine").set_value("bls_only")
     at.button(key="ch3_compare").click().run()
     no_failure(at, lang)
+    results = at.session_state["ch3_results"]
+    outcome = experiments.fine_model_outcome(results["cascade_ensemble"], results["cascade_bls"])
+    assert outcome in ("both", "ensemble_only")  # the ensemble always runs tier two
+    shown = "\n".join(m.value for m in at.markdown)
+    assert lessons.t(f"ch3.fine_{outcome}", lang) in shown and lessons.t("ch3.fine_bls_only", lang) in shown
     infos = [i.value for i in at.info]
     ensemble_line = lessons.t("ch3.answer_tier_ensemble", lang, tier=1).split("1")[0]
     assert any(ensemble_line in i for i in infos), infos

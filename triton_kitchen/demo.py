@@ -174,3 +174,18 @@ def quick_protocol_check(
         for caller in callers.values():
             caller.close()
     return times
+
+
+GRPC_CLAIM = 2.0  # the tutorial's "gRPC is 2-5x faster"
+
+
+def speed_outcome(times: dict[str, list[float]]) -> str | None:
+    """What :func:`quick_protocol_check` showed of the tutorial's claim, from the median round trips of
+    HTTP-binary and gRPC: ``grpc_2x`` (gRPC at least twice as fast), ``http_2x`` (HTTP-binary at least twice
+    as fast) or ``close``; None when either protocol got no answer."""
+    import statistics
+
+    if not times.get("grpc") or not times.get("http-binary"):
+        return None
+    ratio = statistics.median(times["http-binary"]) / statistics.median(times["grpc"])
+    return "grpc_2x" if ratio >= GRPC_CLAIM else "http_2x" if ratio <= 1 / GRPC_CLAIM else "close"

@@ -493,3 +493,13 @@ def batching_queue(
             )
         )
     return out
+
+
+def fine_model_outcome(ensemble: CascadeCall, bls: CascadeCall) -> str:
+    """Which of the two cascades ran the fine model (tier two) for one photo, read from the statistics:
+    ``both``, ``ensemble_only``, ``bls_only`` or ``neither``."""
+    fine = CASCADE_TIERS[-1]
+    ran = (ensemble.tier_runs.get(fine, 0) > 0, bls.tier_runs.get(fine, 0) > 0)
+    return {(True, True): "both", (True, False): "ensemble_only", (False, True): "bls_only"}.get(
+        ran, "neither"
+    )

@@ -7,7 +7,7 @@ import streamlit as st
 from triton_kitchen import catalog, experiments, repository
 from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import ModelEntry
-from ui import present, state
+from ui import predict, present, state
 from ui.image_picker import pick_image, show_classification
 from ui.inside_dag import inside_view
 from ui.lesson import page_link, render_lesson
@@ -64,7 +64,10 @@ def cascade() -> None:
         st.code(entry.text, language="protobuf")
     st.markdown(f"**{t('ch3.compare_title')}**")
     ep = state.endpoint()
+    options = {k: t(f"ch3.fine_{k}") for k in ("both", "ensemble_only", "bls_only", "neither")}
+    predict.ask("ch3_fine", t("ch3.fine_predict"), options)
     if st.button(t("ch3.compare"), key="ch3_compare", type="primary", disabled=image is None or ep is None):
+        predict.lock("ch3_fine")
         results = {}
         for model in (catalog.CASCADE_ENSEMBLE, catalog.CASCADE_BLS):
             try:
@@ -88,6 +91,11 @@ def cascade() -> None:
                     tiers=call.tiers_ran,
                 )
             )
+    if len(results) == 2:
+        outcome = experiments.fine_model_outcome(
+            results[catalog.CASCADE_ENSEMBLE], results[catalog.CASCADE_BLS]
+        )
+        predict.reveal("ch3_fine", options, outcome, t(f"ch3.fine_detail_{outcome}"))
 
 
 def memory() -> None:

@@ -12,9 +12,9 @@ from triton_kitchen import repository as repo
 from triton_kitchen import requests_view as rv
 from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import parse_config
-from triton_kitchen.demo import quick_protocol_check, sample_jpeg, stream_sse
+from triton_kitchen.demo import quick_protocol_check, sample_jpeg, speed_outcome, stream_sse
 from triton_kitchen.experiments import cascade_call
-from ui import errors, present, state
+from ui import errors, predict, present, state
 from ui.lesson import lazy_box, render_lesson
 from ui.state import t
 
@@ -70,7 +70,10 @@ def _binary_default() -> None:
 
 def _speed() -> None:
     ep = state.endpoint()
+    options = {k: t(f"ch8.m4_{k}") for k in ("grpc_2x", "close", "http_2x")}
+    predict.ask("ch8_speed", t("ch8.m4_predict"), options)
     if st.button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
+        predict.lock("ch8_speed")
         with st.spinner(t("ch8.m4_running")):
             st.session_state["ch8_speed_result"] = quick_protocol_check(
                 ep, sample_jpeg(PHOTO), requests=15, budget_s=6
@@ -90,6 +93,9 @@ def _speed() -> None:
         fig.update_layout(height=240, yaxis_title=t("ch8.m4_axis"), margin=dict(l=10, r=10, t=10, b=10))
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         st.caption(t("ch8.m4_caption", n=min(len(v) for v in times.values() if v)))
+        outcome = speed_outcome(times)
+        if outcome is not None:
+            predict.reveal("ch8_speed", options, outcome)
 
 
 def _sse() -> None:
