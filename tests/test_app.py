@@ -357,9 +357,15 @@ def test_quiz_feedback_for_the_chosen_choice(remote, bank_with_why, lang):
 
 def test_python_demo_both_protocols(remote):
     at = open_page(CHAPTER_PAGES[6], "en")
+    at.radio(key="tk_predict_ch7_out").set_value("one_hot")  # the tutorial's slip: predicted, then refuted
     at.button(key="ch7_run").click().run()
     assert not at.exception and not at.error
     assert len([m for m in at.metric if m.label == "argmax class"]) == 2
+    assert at.session_state["ch7_runs"][0].output_kind() == "probabilities"
+    shown = "\n".join(m.value for m in at.markdown)
+    assert lessons.t("ch7.out_probabilities", "en") in shown and any(
+        lessons.t("predict.wrong", "en") in w.value for w in at.warning
+    )
     at.selectbox(key="ch7_mistake").select_index(MISTAKES.index("tensor_name")).run()
     at.button(key="ch7_run").click().run()
     assert not at.exception

@@ -83,6 +83,15 @@ class DemoRun:
     error_code: str = ""
     error: str = ""
 
+    def output_kind(self) -> str | None:
+        """What ``output_label`` turned out to hold: ``probabilities`` (summing to 1, none certain), ``one_hot``
+        (one 1, the rest 0) or ``other``; None when the call failed."""
+        if not self.ok:
+            return None
+        if abs(self.prob_sum - 1.0) > 1e-3:
+            return "other"
+        return "one_hot" if self.top_prob >= 1.0 - 1e-6 else "probabilities"
+
 
 def demo_input(image: bytes | None, seed: int = 0) -> np.ndarray:
     """A photo preprocessed to FP32 [1, 3, 224, 224], or the tutorial's uniform noise when None."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen.demo import MISTAKES, run_tutorial
-from ui import state
+from ui import predict, state
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
 from ui.state import t
@@ -23,7 +23,10 @@ def demo() -> None:
         st.selectbox(t("ch7.mistake"), list(labels), key="ch7_mistake", placeholder=t("widget.choose")),
         "none",
     )
+    options = {k: t(f"ch7.out_{k}") for k in ("one_hot", "probabilities", "other")}
+    predict.ask("ch7_out", t("ch7.out_predict"), options)
     if st.button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
+        predict.lock("ch7_out")
         st.session_state["ch7_runs"] = [run_tutorial(ep, p, image, mistake) for p in ("http", "grpc")]
     runs = st.session_state.get("ch7_runs")
     if not runs:
@@ -47,6 +50,8 @@ def demo() -> None:
                 state.show_error(run.error_code or "server_error", run.error)
     if runs[0].ok and not use_photo:
         st.info(t("ch7.noise_note"), icon="🎲")
+    if runs[0].ok:
+        predict.reveal("ch7_out", options, runs[0].output_kind())
 
 
 render_lesson(7, live={"code": demo})
