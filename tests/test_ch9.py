@@ -86,6 +86,15 @@ def test_chapter9_every_live_element(embedded, lang):
     assert [r.concurrency for r in law.runs] == [2, 4]
     assert t("ch9.little_yours", c=2, rps="", predicted="", measured="").split("=")[0] in _text(at)
     assert kserve.model_config(embedded.endpoint, scheduling.MODEL) == original
+    # is an ensemble faster than the client chaining its steps? measured over gRPC, the same top-1 either way
+    _run(at, "ch9_ens", "ensemble_faster", "ch9_ens_run")
+    ens = at.session_state["ch9_ens_result"]
+    assert ens.same_answer and [r.mode for r in ens.rows] == ["ensemble", "chain"]
+    assert ens.row("grpc", "chain").wire_bytes > 1_000_000 > ens.row("grpc", "ensemble").wire_bytes
+    assert ens.outcome() in ("ensemble_faster", "similar", "chain_faster")
+    shown = _text(at)
+    assert t(f"ch9.ens_{ens.outcome()}") in shown
+    assert t("ch9.ens_detail", ratio=f"{ens.ratio():.2f}") in shown
 
 
 def _predict_app() -> None:

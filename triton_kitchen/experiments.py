@@ -79,6 +79,19 @@ class ChainingResult:
     def row(self, protocol: str, mode: str) -> ChainRow:
         return next(r for r in self.rows if r.protocol == protocol and r.mode == mode)
 
+    def ratio(self, protocol: str = "grpc") -> float | None:
+        """The chain's median time over the ensemble's (above 1: the ensemble was faster)."""
+        ens, chain = self.row(protocol, "ensemble").median_ms, self.row(protocol, "chain").median_ms
+        return chain / ens if ens and chain else None
+
+    def outcome(self, protocol: str = "grpc", margin: float = 1.3) -> str | None:
+        """``ensemble_faster`` (the chain took ``margin`` times as long or more), ``chain_faster`` or
+        ``similar``, from the medians measured; None without answers."""
+        r = self.ratio(protocol)
+        if r is None:
+            return None
+        return "ensemble_faster" if r >= margin else "chain_faster" if r <= 1 / margin else "similar"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rows": [r.to_dict() for r in self.rows],

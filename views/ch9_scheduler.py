@@ -8,7 +8,7 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import scheduling
+from triton_kitchen import experiments, scheduling
 from ui import errors, predict, state, tables
 from ui.lesson import page_link, render_lesson
 from ui.state import t
@@ -258,4 +258,47 @@ def little() -> None:
     predict.reveal("ch9_little", options, result.outcome())
 
 
-render_lesson(9, live={"instance_group": instances, "scheduling": scheduling_demo, "queueing": little})
+# -- is an ensemble faster? --------------------------------------------------------------------------------------
+def ensemble_speed() -> None:
+    ep = state.endpoint()
+    if ep is None:
+        state.say_no_server()
+        return
+    options = _options("ens", ("ensemble_faster", "similar", "chain_faster"))
+    predict.ask("ch9_ens", t("ch9.ens_predict"), options)
+    if st.button(t("ch9.ens_run"), type="primary", key="ch9_ens_run"):
+        _run(
+            "ch9_ens",
+            1,
+            lambda stop, watch: experiments.chaining(ep, None, protocols=("grpc",), repeats=5, budget_s=8.0),
+            "ch9_ens_result",
+        )
+    result = st.session_state.get("ch9_ens_result")
+    if result is None or result.outcome() is None:
+        return
+    tables.show(
+        [
+            {
+                t("ch9.col.way"): t(f"lab_flow.mode_{r.mode}"),
+                t("lab_flow.col_round_trips"): r.round_trips,
+                t("lab_flow.col_median_ms"): r.median_ms,
+                t("lab_flow.col_wire_kb"): r.wire_bytes / 1000,
+            }
+            for r in result.rows
+        ]
+    )
+    predict.reveal(
+        "ch9_ens", options, result.outcome(), t("ch9.ens_detail", ratio=_fmt(result.ratio(), ".2f"))
+    )
+    page_link("views/lab_flow.py", "ch9.to_flow_lab")
+
+
+render_lesson(
+    9,
+    live={
+        "instance_group": instances,
+        "scheduling": scheduling_demo,
+        "queueing": little,
+        "ensemble_speed": ensemble_speed,
+    },
+)
