@@ -125,8 +125,12 @@ def test_language_switch(remote):
 def test_classify_sample_photo(remote):
     at = open_page(CHAPTER_PAGES[0], "en")
     at.selectbox(key="ch1_sample").select_index(SAMPLE_PHOTOS.index("coffee")).run()
+    at.radio(key="tk_predict_ch1_count").set_value("one")
     at.button(key="ch1_classify").click().run()
     assert not at.exception
+    meal = at.session_state["ch1_result"][1]
+    assert meal.outcome() == "four" and all(n >= 1 for n in meal.counted.values())  # one request, four counts
+    assert lessons.t("ch1.count_four", "en") in "\n".join(m.value for m in at.markdown)
     specs = plotly_specs(at)
     bars = [s for s in specs if s.get("data") and s["data"][0].get("orientation") == "h"]
     assert bars, "no top-5 bar chart"

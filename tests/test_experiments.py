@@ -66,3 +66,7 @@ def test_the_outcomes_predictions_are_checked_against():
     assert speed_outcome({"grpc": [3.0], "http-binary": [4.0, 5.0]}) == "close"
     assert speed_outcome({"grpc": [9.0], "http-binary": [4.0]}) == "http_2x"
     assert speed_outcome({"grpc": [], "http-binary": [4.0]}) is None
+    meal = {"image_classifier": 1, "preprocess": 1, "classifier": 2, "postprocess": 1}  # 2: a neighbour's too
+    assert experiments.MealCall(None, meal).outcome() == "four"
+    assert experiments.MealCall(None, {**meal, "image_classifier": 0}).outcome() == "three"
+    assert experiments.MealCall(None, {}).outcome() is None  # statistics closed: no reveal

@@ -516,3 +516,43 @@ def fine_model_outcome(ensemble: CascadeCall, bls: CascadeCall) -> str:
     return {(True, True): "both", (True, False): "ensemble_only", (False, True): "bls_only"}.get(
         ran, "neither"
     )
+
+
+# -- one set meal: what the server counts for one request --------------------------------------------------
+SET_MEAL = ("image_classifier", "preprocess", "classifier", "postprocess")  # the ensemble, then its steps
+
+
+@dataclass
+class MealCall:
+    """Chapter 1's classification, with each model's success-count delta over the call (statistics API)."""
+
+    result: Any  # classify.Classification
+    counted: dict[str, int]
+
+    def outcome(self) -> str | None:
+        """How many of the ensemble and its steps counted the request: ``one``, ``three`` or ``four``
+        (the number itself when it is none of these); None when the statistics could not be read."""
+        if not self.counted:
+            return None
+        n = sum(1 for v in self.counted.values() if v > 0)
+        return {1: "one", 3: "three", 4: "four"}.get(n, str(n))
+
+
+def order_a_meal(endpoint: Endpoint, image: bytes, protocol: str = "grpc") -> MealCall:
+    """One request to ``image_classifier``; the statistics say which models counted it (another client's
+    requests meanwhile would add to the counts, not to the number of models that moved). A server whose
+    statistics API is closed still classifies: ``counted`` is then empty."""
+    from triton_kitchen.classify import classify
+
+    try:
+        before = trace.model_statistics(endpoint, SET_MEAL)
+    except kserve.KServeError:
+        before = None
+    result = classify(endpoint, image, model=SET_MEAL[0], protocol=protocol)
+    if before is None:
+        return MealCall(result, {})
+    try:
+        after = trace.statistics_after(endpoint, SET_MEAL, before)
+    except kserve.KServeError:
+        return MealCall(result, {})
+    return MealCall(result, {m: after[m]["count"] - before[m]["count"] for m in SET_MEAL})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import catalog, repository
-from triton_kitchen.classify import ClassifyError, classify, client_code
+from triton_kitchen import catalog, experiments, repository
+from triton_kitchen.classify import ClassifyError, client_code
 from triton_kitchen.config import ModelEntry
-from ui import batching_toy, state
+from ui import batching_toy, predict, state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
 from ui.state import t
@@ -94,6 +94,8 @@ def order_a_meal() -> None:
             key="ch1_protocol",
         )
         ep = state.endpoint()
+        options = {k: t(f"ch1.count_{k}") for k in ("one", "three", "four")}
+        predict.ask("ch1_count", t("ch1.count_predict"), options)
         clicked = st.button(
             t("classify.button"), key="ch1_classify", type="primary", disabled=image is None or ep is None
         )
@@ -102,15 +104,24 @@ def order_a_meal() -> None:
             st.caption(t("ch1.client_code"))
             st.code(client_code(ep, protocol, catalog.IMAGE_CLASSIFIER), language="python", wrap_lines=True)
         if clicked:
+            predict.lock("ch1_count")
             try:
-                result = classify(ep, image, model=catalog.IMAGE_CLASSIFIER, protocol=protocol)
-                st.session_state["ch1_result"] = (hash(image), result)
+                meal = experiments.order_a_meal(ep, image, protocol=protocol)
+                st.session_state["ch1_result"] = (hash(image), meal)
             except ClassifyError as exc:
                 st.session_state.pop("ch1_result", None)
                 state.show_error(exc)
         kept = st.session_state.get("ch1_result")
         if kept is not None and image is not None and kept[0] == hash(image):
-            show_classification(kept[1])
+            meal = kept[1]
+            show_classification(meal.result)
+            if meal.outcome() is not None:
+                predict.reveal(
+                    "ch1_count",
+                    options,
+                    meal.outcome(),
+                    t("ch1.count_detail", counts=", ".join(f"{m} +{n}" for m, n in meal.counted.items())),
+                )
         elif image is None:
             st.info(t("classify.pick_first"))
 
