@@ -72,6 +72,7 @@ def test_chapter10_every_live_element(embedded, lang):
     assert (t("predict.right") in shown) == (way == "reload")
     assert kserve.model_config(ep, model_control.MODEL) == original  # put back
     assert kserve.model_ready(ep, model_control.MODEL)
+    assert kserve.model_ready(ep, "tta_ensemble")  # unavailable while hflip was gone, back with it
 
     # metrics: a burst of 8 is 8 inferences in fewer executions (dynamic batching), read from port 8002
     _run(at, "ch10_met", "both_n", "ch10_met_run")
