@@ -63,8 +63,12 @@ def test_reverse_steps_still_loads():
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_ch2_swap_button_shows_the_verdict(remote, lang):
     at = open_page(CH2, lang)
+    at.radio(key="tk_predict_ch2_swap").set_value("wrong")
     at.button(key="ch2_swap").click().run()
     no_failure(at, lang)
+    shown = "\n".join(m.value for m in at.markdown)
+    assert lessons.t("predict.yours", lang) in shown and lessons.t("ch2.swap_refused", lang) in shown
+    assert any(lessons.t("predict.wrong", lang) in w.value for w in at.warning)
     text = at.text_area(key="ch2_text").value
     assert text == mistakes.swap_input_map(
         repo.DEFAULT_REPOSITORY.joinpath("image_classifier", "config.pbtxt").read_text()

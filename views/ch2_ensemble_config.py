@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
-from ui import present, state
+from ui import predict, present, state
 from ui.inside_dag import inside_view
 from ui.lesson import render_lesson
 from ui.state import t
@@ -23,11 +23,21 @@ def _set_text(text: str) -> None:
     st.session_state[KEY] = text
 
 
+def _swap() -> None:
+    predict.lock("ch2_swap")  # the prediction as it stood at the click
+    _set_text(mistakes.swap_input_map(_original()))
+
+
+SWAP_OUTCOMES = ("loads", "refused", "wrong")
+
+
 def editor() -> None:
     st.subheader(t("ch2.editor_title"))
     st.caption(t("ch2.editor_help"))
     if KEY not in st.session_state:
         st.session_state[KEY] = _original()
+    swap_options = {k: t(f"ch2.swap_{k}") for k in SWAP_OUTCOMES}
+    predict.ask("ch2_swap", t("ch2.swap_predict"), swap_options)
     left, right = st.columns([1, 1])
     with left:
         text = st.text_area(t("ch2.editor"), key=KEY, height=560)
@@ -35,10 +45,7 @@ def editor() -> None:
         # on_click callbacks run before the next script run, i.e. before the text area exists again:
         # setting a widget's state after the widget is drawn raises StreamlitAPIException.
         b1.button(t("ch2.reset"), key="ch2_reset", icon="↩️", on_click=_set_text, args=(_original(),))
-        b2.button(
-            t("ch2.try_swap"), key="ch2_swap", icon="🔀", help=t("ch2.try_swap_help"),
-            on_click=_set_text, args=(mistakes.swap_input_map(_original()),),
-        )  # fmt: skip
+        b2.button(t("ch2.try_swap"), key="ch2_swap", icon="🔀", help=t("ch2.try_swap_help"), on_click=_swap)
     with right:
         check = repo.check_ensemble_text(text, MODEL, lang=state.lang())
         errors = [p for p in check.problems if p.severity == "error"]
@@ -53,6 +60,8 @@ def editor() -> None:
             st.markdown(f"{icon} {where}{p.message}")
             if p.triton_message:
                 st.caption(t("live.triton_said", message=p.triton_message))
+        if text == mistakes.swap_input_map(_original()):  # the swapped config, as the button left it
+            predict.reveal("ch2_swap", swap_options, "loads" if check.ok else "refused")
         if check.config is not None and check.config.ensemble_scheduling.step:
             with st.expander(t("ch2.steps_table")):
                 st.dataframe(
