@@ -381,8 +381,11 @@ def test_http_request_viewer(remote):
     codes = "\n".join(c.value for c in at.code)
     assert "Inference-Header-Content-Length: 186" in codes
     assert "binary_data_size" in codes and "curl" in codes
+    at.radio(key="tk_predict_ch4_form").set_value("json")
     at.button(key="ch4_send").click().run()
     assert not at.exception
+    assert at.session_state["ch4_response"][1].output_form() == "binary"
+    assert lessons.t("ch4.form_binary", "en") in "\n".join(m.value for m in at.markdown)
     assert any("HTTP 200" in m.value for m in at.markdown)
 
 

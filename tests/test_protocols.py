@@ -264,17 +264,33 @@ def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeyp
 
 
 @pytest.mark.parametrize(
-    ("page", "button", "runs_key"),
+    ("page", "button", "runs_key", "lang"),
     [
-        ("views/ch5_grpc.py", "ch5_stream", "ch5_stream_run"),
-        ("views/ch6_choosing_protocol.py", "ch6_run", "ch6_runs"),
+        ("views/ch5_grpc.py", "ch5_stream", "ch5_stream_run", "zh"),
+        ("views/ch6_choosing_protocol.py", "ch6_run", "ch6_runs", "en"),
     ],
 )
-def test_chapter_stream_demos_draw_token_arrivals(server, monkeypatch, page, button, runs_key):
-    at = _lab(server, monkeypatch, page, "en")
+def test_chapter_stream_demos_draw_token_arrivals(server, monkeypatch, page, button, runs_key, lang):
+    """Predict, stream, see: tokens with their arrival times, and the prediction beside what happened."""
+    from triton_kitchen import lessons
+    from triton_kitchen.protocols.streaming import first_token_outcome
+
+    at = _lab(server, monkeypatch, page, lang)
+    key = "tk_predict_ch5_arrive" if button == "ch5_stream" else "tk_predict_ch6_first"
+    at.radio(key=key).set_value("end" if button == "ch5_stream" else "grpc")
     at.button(key=button).click().run()
     assert not at.exception and not at.error, [e.value for e in at.exception]
     runs = at.session_state[runs_key]
     for run in runs if isinstance(runs, list) else [runs]:
         assert run.error is None and run.tokens and len(run.arrivals_ms) == len(run.tokens)
     assert at.get("plotly_chart")
+    if button == "ch5_stream":  # 60 ms between tokens: the first arrives long before the stream ends
+        outcome = runs.arrival_outcome()
+        assert outcome == "early"
+        label = lessons.t(f"ch5.arrive_{outcome}", lang)
+    else:
+        outcome = first_token_outcome(*runs)
+        assert outcome in ("sse", "same", "grpc")
+        label = lessons.t(f"ch6.first_{outcome}", lang)
+    assert label in "\n".join(m.value for m in at.markdown)
+    assert lessons.t("predict.happened", lang) in "\n".join(m.value for m in at.markdown)

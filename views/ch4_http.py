@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import requests_view as rv
-from ui import state
+from ui import predict, state
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
 from ui.shm_view import shm_viewer
@@ -89,7 +89,10 @@ def request_viewer() -> None:
     if plain is not None:
         with tabs[1]:
             _request_block(plain, ep)
+    options = {k: t(f"ch4.form_{k}") for k in ("json", "binary")}
+    predict.ask("ch4_form", t("ch4.form_predict"), options)
     if st.button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
+        predict.lock("ch4_form")
         try:
             st.session_state["ch4_response"] = (model, rv.send_http(ep, binary))
         except OSError as exc:
@@ -101,6 +104,8 @@ def request_viewer() -> None:
         st.code("\n".join(f"{k}: {v}" for k, v in resp.headers.items()), language="http")
         st.code(resp.json_preview(), language="json")
         st.caption(t("ch4.response_sizes", json=len(resp.json_text.encode()), binary=resp.binary_size))
+        if resp.output_form() is not None:
+            predict.reveal("ch4_form", options, resp.output_form())
     shm_viewer(model, image, "http-shm", "ch4")
 
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import requests_view as rv
 from triton_kitchen.protocols.streaming import stream_grpc
-from ui import state, tables
+from ui import predict, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
@@ -65,9 +65,12 @@ def streaming() -> None:
     )
     delay = st.slider(t("ch5.stream_delay"), 0, 200, 60, step=10, key="ch5_delay")
     ep = state.endpoint()
+    options = {k: t(f"ch5.arrive_{k}") for k in ("early", "end")}
+    predict.ask("ch5_arrive", t("ch5.arrive_predict"), options)
     if st.button(
         t("ch5.stream_run"), key="ch5_stream", type="primary", disabled=ep is None or not text.strip()
     ):
+        predict.lock("ch5_arrive")
         box = st.empty()
         run = stream_grpc(ep, text, delay)
         if run.error:
@@ -78,6 +81,8 @@ def streaming() -> None:
     if run and run.tokens:
         token_arrivals([run], show_tokens=True)
         st.caption(t("ch5.stream_caption", n=len(run.tokens), first=run.ttft_ms or 0, total=run.total_ms))
+        if run.arrival_outcome() is not None:
+            predict.reveal("ch5_arrive", options, run.arrival_outcome())
 
 
 render_lesson(5, live={"modelinfer": message_viewer, "streaming": streaming})

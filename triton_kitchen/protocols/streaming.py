@@ -49,6 +49,13 @@ class StreamRun:
     def transport(self) -> str:
         return "grpc" if self.protocol == GRPC_STREAM else "sse"
 
+    def arrival_outcome(self) -> str | None:
+        """``early``: the first token came in the first half of the stream (tokens arrive as they are made);
+        ``end``: not before the second half; None without tokens."""
+        if self.ttft_ms is None or not self.total_ms:
+            return None
+        return "early" if self.ttft_ms < self.total_ms / 2 else "end"
+
     def to_dict(self) -> dict:
         gaps = self.inter_token_ms
         return {
@@ -63,6 +70,14 @@ class StreamRun:
 
 
 StreamTiming = StreamRun  # the protocol lab's old name
+
+
+def first_token_outcome(sse: StreamRun, grpc: StreamRun, margin_ms: float = 20.0) -> str | None:
+    """Which transport brought the first token sooner: ``sse``, ``grpc``, or ``same`` (within ``margin_ms``)."""
+    if sse.ttft_ms is None or grpc.ttft_ms is None:
+        return None
+    gap = sse.ttft_ms - grpc.ttft_ms
+    return "same" if abs(gap) <= margin_ms else "grpc" if gap > 0 else "sse"
 
 
 def _token_text(value) -> str:
