@@ -742,10 +742,12 @@ def _wait_down_then_up(page) -> None:
 @needs_chromium
 def test_click_everything_en_after_restarts(embedded_app, browser):
     """The embedded server restarted from the sidebar, then killed and brought back by auto-restart: the
-    flow lab traces live after each; then every page in English: its buttons, tabs and expanders, one quiz
-    answer per chapter (radio options, toggles and load tests ran in Chinese)."""
+    flow lab traces live after each; then every page in English: its buttons, tabs and expanders (radio
+    options, toggles, load tests and quiz answers ran in Chinese)."""
     url, proc = embedded_app
-    run = Pass(browser, url, "restart", "en", Scope(quiz_questions=1, options=False, heavy=frozenset()))
+    # no quiz answers: the quiz's code is the same in both languages (answered in Chinese above, and by
+    # AppTest in English); two minutes on two cores are what this pass is kept under
+    run = Pass(browser, url, "restart", "en", Scope(quiz_questions=0, options=False, heavy=frozenset()))
     try:
         sources = {
             "before a restart": _flow_send(run, "before a restart"),
@@ -771,8 +773,8 @@ def test_click_everything_en_after_restarts(embedded_app, browser):
 @pytest.mark.slow
 @needs_chromium
 def test_click_everything_remote(remote_app, browser):
-    """The app pointed at a remote server, in Chinese: every page's buttons, tabs and expanders (the batching
-    lab's run included). A demo that needs the embedded server's control API says so in Chinese: no
+    """The app pointed at a remote server, in Chinese: the buttons, tabs and expanders of every page that
+    behaves differently there (the batching lab's run included). A demo that needs the embedded server's control API says so in Chinese: no
     generic error, no error box the page did not mean."""
     run = Pass(
         browser,
@@ -783,11 +785,16 @@ def test_click_everything_remote(remote_app, browser):
     )
     try:
         for slug in SLUGS:
-            if slug:
+            if slug not in SAME_ON_A_REMOTE:
                 run.visit(slug)
     finally:
         run.close()
     run.report()
+
+
+# Pages that do nothing differently on a remote server (no repository, trace, shared-memory or statistics-only
+# path): the embedded passes cover them; the remote pass has minutes, not hours
+SAME_ON_A_REMOTE = frozenset({"", "ch1", "ch6"})
 
 
 def test_the_checks_catch_what_they_should():
