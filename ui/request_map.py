@@ -15,7 +15,7 @@ def line(chapter: int) -> str:
         f":orange-badge[{t(f'map.{stage}')}]" if on else f":gray[{t(f'map.{stage}')}]"
         for stage, on in request_map.stages(chapter)
     ]
-    return f"{t('map.title')} " + " → ".join(parts)
+    return t("map.title") + " → ".join(parts)  # the title ends with its own separator (none after ：)
 
 
 def render(chapter: int) -> None:
