@@ -126,6 +126,25 @@ def test_live_trace_of_one_request(server, sample_jpegs, protocol):
     assert trace.trace_settings(ep, "image_classifier")["trace_level"] == ["OFF"]
 
 
+def test_a_capture_puts_back_the_trace_settings_it_found(server, sample_jpegs):
+    """Someone traces a model on purpose (every 1000th request): a capture leaves it tracing, as it was."""
+    ep = server.endpoint
+    tensor = grpcclient.InferInput("image_bytes", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[sample_jpegs["coffee"]]], dtype=object))
+    kept = {"trace_level": ["TIMESTAMPS"], "trace_rate": "1000", "log_frequency": "0", "trace_count": "-1"}
+    from triton_kitchen import kserve
+
+    kserve.update_trace_settings(ep, kept, "image_classifier")
+    try:
+        trace.capture(
+            ep, "image_classifier", lambda: clients.grpc_client(ep).infer("image_classifier", [tensor])
+        )
+        after = trace.trace_settings(ep, "image_classifier")
+        assert {k: after[k] for k in kept} == kept
+    finally:
+        kserve.update_trace_settings(ep, {"trace_level": ["OFF"]}, "image_classifier")
+
+
 def test_statistics_fallback_labels_itself(server, sample_jpegs):
     ep = server.endpoint
     client, lib = clients.grpc_client(ep), grpcclient

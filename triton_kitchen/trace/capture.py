@@ -49,8 +49,8 @@ def capture(
     """Trace one request: switch TIMESTAMPS tracing on for ``model``, call ``send()``, find its trace.
 
     ``target`` is the server's :class:`Endpoint` (its headers unlock the restricted trace API; ``headers``
-    add to them); ``send`` makes the request over any protocol and returns its result. The trace
-    is switched off again afterwards, so other requests to the model are not traced. Returns
+    add to them); ``send`` makes the request over any protocol and returns its result. The model's trace
+    settings are put back as they were afterwards (off, unless someone traces it on purpose). Returns
     ``(send()'s result, timeline)``; raises TraceError if the trace file is out of reach or no
     matching trace appears within ``timeout_s``. The timeline gets the client's send/receive instants.
     """
@@ -76,13 +76,16 @@ def capture_many(
             raise TraceError("not_local", f"trace file {base} is not readable from here")
         known = _signatures(base)
         on = {"trace_level": ["TIMESTAMPS"], "trace_rate": "1", "log_frequency": "1", "trace_count": "-1"}
+        # what was in force before, put back afterwards (a teacher's own tracing stays as it was)
+        before = {k: settings[k] for k in on if settings.get(k) not in (None, "", [])}
+        before.setdefault("trace_level", ["OFF"])
         kserve.update_trace_settings(target, on, model, headers)
         try:
             t0 = time.monotonic_ns()
             result = send()
             t1 = time.monotonic_ns()
         finally:
-            kserve.update_trace_settings(target, {"trace_level": ["OFF"]}, model, headers)
+            kserve.update_trace_settings(target, before, model, headers)
         deadline = time.monotonic() + timeout_s
         found: dict[int, RequestTimeline] = {}
         while True:
