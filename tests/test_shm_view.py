@@ -62,3 +62,23 @@ def test_the_protocol_lab_runs_the_shared_memory_protocols(embedded):
     column = lessons.t("lab_protocols.col_shm_per_call", "zh")
     assert column in table.columns and table[column].iloc[1] > 600_000
     assert not leftover_regions()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_chapter_6_measures_the_fastest_window(embedded, lang):
+    """Predict, then measure: the same request over gRPC with its tensor on the socket and in shared memory,
+    interleaved; the request on the socket shrinks to its message, and nothing stays registered."""
+    at = AppTest.from_file("app.py", default_timeout=120)
+    at.query_params["lang"] = lang
+    switch_page(at, "views/ch6_choosing_protocol.py").run()
+    at.radio(key="tk_predict_ch6_shm").set_value("shm_faster")
+    at.button(key="ch6_shm_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    result = at.session_state["ch6_shm_result"]
+    assert len(result.socket_ms) == len(result.shm_ms) == 15
+    assert result.shm_request_bytes < 1_000 < 602_112 < result.socket_request_bytes
+    assert result.shm_bytes == 602_112 + 4_000  # the input and the output went through the region
+    assert result.outcome() in ("shm_faster", "similar", "shm_slower")
+    shown = "\n".join(m.value for m in at.markdown)
+    assert lessons.t(f"ch6.shm_{result.outcome()}", lang) in shown
+    assert kserve.system_shm_status(embedded.endpoint) == [] and not leftover_regions()

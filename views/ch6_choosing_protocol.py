@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from triton_kitchen.demo import stream_grpc, stream_sse
+from triton_kitchen.protocols import ProtocolError, sample_inputs
+from triton_kitchen.protocols.shm import compare_with_socket
 from triton_kitchen.protocols.streaming import first_token_outcome
-from ui import predict, state
+from ui import predict, state, tables
 from ui.charts import token_arrivals
 from ui.lesson import page_link, render_lesson
 from ui.state import t
+
+SHM_MODEL = "ensemble_pipeline"  # a 602,112-byte input tensor
 
 
 def to_lab() -> None:
@@ -48,4 +53,51 @@ def sse_vs_grpc() -> None:
         predict.reveal("ch6_first", options, outcome)
 
 
-render_lesson(6, live={"measure": to_lab, "sse": sse_vs_grpc})
+def fastest_windows() -> None:
+    ep = state.endpoint()
+    if ep is None or not ep.embedded:  # a remote server cannot map this machine's memory
+        st.caption(t("shm_view.local_only"))
+        return
+    options = {k: t(f"ch6.shm_{k}") for k in ("shm_faster", "similar", "shm_slower")}
+    predict.ask("ch6_shm", t("ch6.shm_predict"), options)
+    if st.button(t("ch6.shm_run"), key="ch6_shm_run", type="primary"):
+        predict.lock("ch6_shm")
+        try:
+            with st.spinner(t("ch6.shm_running")):
+                arrays = sample_inputs(ep, SHM_MODEL, "grpc")[1]
+                result = state.lab_run(1, lambda: compare_with_socket(ep, SHM_MODEL, arrays, "grpc"))
+            if result is not state.BUSY:
+                st.session_state["ch6_shm_result"] = result
+        except ProtocolError as exc:
+            st.session_state.pop("ch6_shm_result", None)
+            state.show_error(exc)
+    result = st.session_state.get("ch6_shm_result")
+    if result is None or result.outcome() is None:
+        return
+    tables.show(
+        [
+            {
+                t("ch6.col_window"): t(f"ch6.window_{way}"),
+                t("ch6.col_median_ms"): float(np.median(ms)),
+                t("ch6.col_socket_bytes"): size,
+            }
+            for way, ms, size in (
+                ("socket", result.socket_ms, result.socket_request_bytes),
+                ("shm", result.shm_ms, result.shm_request_bytes),
+            )
+        ]
+    )
+    predict.reveal(
+        "ch6_shm",
+        options,
+        result.outcome(),
+        t(
+            "ch6.shm_detail",
+            ratio=f"{result.ratio():.2f}",
+            n=len(result.shm_ms),
+            moved=f"{result.shm_bytes:,}",
+        ),
+    )
+
+
+render_lesson(6, live={"measure": to_lab, "sse": sse_vs_grpc, "shm": fastest_windows})

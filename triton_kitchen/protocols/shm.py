@@ -23,6 +23,7 @@ import os
 import secrets
 import threading
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -270,3 +271,54 @@ def leftover_regions(pid: int | None = None) -> list[str]:
         return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
     except OSError:
         return []
+
+
+@dataclass
+class ShmComparison:
+    """The same request over a socket protocol and over its shared-memory twin, timed call by call."""
+
+    protocol: str  # the socket protocol (grpc or http-binary)
+    socket_ms: list[float] = field(default_factory=list)
+    shm_ms: list[float] = field(default_factory=list)
+    socket_request_bytes: int = 0  # what one request carried on the socket
+    shm_request_bytes: int = 0
+    shm_bytes: int = 0  # what went through the region instead (inputs and outputs)
+
+    def ratio(self) -> float | None:
+        """The socket's median time over shared memory's (above 1: shared memory was faster)."""
+        if not self.socket_ms or not self.shm_ms:
+            return None
+        return float(np.median(self.socket_ms) / np.median(self.shm_ms))
+
+    def outcome(self, margin: float = 1.3) -> str | None:
+        """``shm_faster`` (the socket took ``margin`` times as long or more), ``shm_slower`` or ``similar``."""
+        r = self.ratio()
+        if r is None:
+            return None
+        return "shm_faster" if r >= margin else "shm_slower" if r <= 1 / margin else "similar"
+
+
+def compare_with_socket(
+    endpoint: Endpoint, model: str, arrays: dict[str, np.ndarray], protocol: str = "grpc", calls: int = 15
+) -> ShmComparison:
+    """``calls`` sequential requests each way, interleaved, after one warm-up call each (connections open,
+    the region registered). Raises ProtocolError when either way fails."""
+    out = ShmComparison(protocol)
+    socket = Caller(endpoint, protocol, model, arrays)
+    memory = ShmCaller(endpoint, {"grpc": "grpc-shm", "http-binary": "http-shm"}[protocol], model, arrays)
+    try:
+        socket.call()
+        memory.call()
+        for _ in range(calls):
+            a, b = socket.call(), memory.call()
+            out.socket_ms.append(a.latency_ms)
+            out.shm_ms.append(b.latency_ms)
+        out.socket_request_bytes, out.shm_request_bytes, out.shm_bytes = (
+            a.request_bytes,
+            b.request_bytes,
+            b.shm_bytes,
+        )
+    finally:
+        socket.close()
+        memory.close()
+    return out
