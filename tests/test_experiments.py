@@ -62,6 +62,11 @@ def test_the_outcomes_predictions_are_checked_against():
     assert experiments.fine_model_outcome(call(1, 1), call(1, 1)) == "both"
     assert experiments.fine_model_outcome(call(1, 0), call(1, 1)) == "bls_only"
     assert experiments.fine_model_outcome(call(1, 0), call(1, 0)) == "neither"
+    assert experiments.fine_model_outcome(call(2, 1), call(1, 0)) is None  # someone else used the cascades
+    answered_from_tier_two = experiments.CascadeCall(None, {"classifier_coarse": 1, "classifier": 3}, 2)
+    assert experiments.fine_model_outcome(call(1, 1), answered_from_tier_two) == "both"
+    answered_from_tier_one = experiments.CascadeCall(None, {"classifier_coarse": 1, "classifier": 3}, 1)
+    assert experiments.fine_model_outcome(call(1, 1), answered_from_tier_one) == "ensemble_only"  # others' 3
     assert speed_outcome({"grpc": [2.0, 3.0, 4.0], "http-binary": [6.0, 7.0]}) == "grpc_2x"
     assert speed_outcome({"grpc": [3.0], "http-binary": [4.0, 5.0]}) == "close"
     assert speed_outcome({"grpc": [9.0], "http-binary": [4.0]}) == "http_2x"

@@ -508,11 +508,17 @@ def batching_queue(
     return out
 
 
-def fine_model_outcome(ensemble: CascadeCall, bls: CascadeCall) -> str:
-    """Which of the two cascades ran the fine model (tier two) for one photo, read from the statistics:
-    ``both``, ``ensemble_only``, ``bls_only`` or ``neither``."""
-    fine = CASCADE_TIERS[-1]
-    ran = (ensemble.tier_runs.get(fine, 0) > 0, bls.tier_runs.get(fine, 0) > 0)
+def fine_model_outcome(ensemble: CascadeCall, bls: CascadeCall) -> str | None:
+    """Which of the two cascades ran the fine model (tier two) for one photo: ``both``, ``ensemble_only``,
+    ``bls_only`` or ``neither``. The ensemble's from the statistics; the BLS model's from its own answer (it
+    answers from tier two exactly when it called it), since tier two is also ``image_classifier``'s step and
+    other clients move its count. None when the coarse tier did not count exactly one request each time
+    (someone else was using the cascades)."""
+    coarse, fine = CASCADE_TIERS
+    if ensemble.tier_runs.get(coarse) != 1 or bls.tier_runs.get(coarse) != 1:
+        return None
+    bls_fine = bls.answer_tier == 2 if bls.answer_tier is not None else bls.tier_runs.get(fine, 0) > 0
+    ran = (ensemble.tier_runs.get(fine, 0) > 0, bls_fine)
     return {(True, True): "both", (True, False): "ensemble_only", (False, True): "bls_only"}.get(
         ran, "neither"
     )

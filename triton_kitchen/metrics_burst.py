@@ -8,6 +8,7 @@ same second are counted too, and the page says so.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from triton_kitchen import metrics, scheduling
@@ -15,6 +16,7 @@ from triton_kitchen.endpoint import Endpoint
 
 MODEL = scheduling.MODEL
 SHOWN = ("nv_inference_request_success", "nv_inference_count", "nv_inference_exec_count")
+COUNTED_TIMEOUT_S = 2.0  # the counters move a moment after the answers
 
 
 @dataclass
@@ -25,8 +27,11 @@ class CountedBurst:
     before: list[str] = field(default_factory=list)  # the model's sample lines, as the server wrote them
     after: list[str] = field(default_factory=list)
 
-    def outcome(self) -> str:
-        """``both_n``: both counters grew alike; ``fewer_exec``: fewer executions than inferences."""
+    def outcome(self) -> str | None:
+        """``both_n``: both counters grew alike; ``fewer_exec``: fewer executions than inferences; None when
+        the burst was not all answered or not all counted."""
+        if self.answered < self.n or self.delta.inferences < self.n or self.delta.executions < 1:
+            return None
         return "fewer_exec" if self.delta.executions < self.delta.inferences else "both_n"
 
 
@@ -36,8 +41,13 @@ def count_a_burst(endpoint: Endpoint, n: int = 8) -> CountedBurst:
     url = metrics.address_of(endpoint)
     text = metrics.fetch(url)
     burst = scheduling.burst(endpoint, n)
-    after = metrics.fetch(url)
-    d = metrics.delta(metrics.parse(text), metrics.parse(after)).get(MODEL, metrics.ModelMetrics())
+    deadline = time.monotonic() + COUNTED_TIMEOUT_S
+    while True:  # until every answered request is counted (another client's only add to it)
+        after = metrics.fetch(url)
+        d = metrics.delta(metrics.parse(text), metrics.parse(after)).get(MODEL, metrics.ModelMetrics())
+        if d.inferences >= burst.answered or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     return CountedBurst(
         n,
         burst.answered,

@@ -12,6 +12,12 @@ from triton_kitchen.config import parse_config
 _MAP_ENTRY = re.compile(r'(input_map\s*\{\s*key:\s*)"([^"]+)"(\s*value:\s*)"([^"]+)"')
 
 
+def swap_outcome(check) -> str:
+    """Chapter 2's "what happens with input_map swapped": ``loads`` or ``refused``, from the check of the
+    swapped config against Triton's load rules (``repository.check_ensemble_text``)."""
+    return "loads" if check.ok else "refused"
+
+
 def swap_input_map(text: str, step: int | None = None) -> str:
     """``text`` with one ``input_map`` entry's key and value swapped (the tutorial's reversed rule).
 

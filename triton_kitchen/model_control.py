@@ -151,6 +151,6 @@ def change_under_load(
             stop.set()
             for th in threads:
                 th.join(timeout=REQUEST_TIMEOUT_S)
-    with lock:
-        result.requests.sort(key=lambda r: r.start_s)
+    with lock:  # a new list: a thread that outlived its join appends to the old one, not to the result
+        result.requests = sorted(result.requests, key=lambda r: r.start_s)
     return result

@@ -118,13 +118,6 @@ class HttpRequestView:
         """Request line + headers + body: the bytes written to the socket (computed)."""
         return self.head_size + self.body_size
 
-    def output_form(self) -> str | None:
-        """How the answer carried its outputs: ``binary`` (raw bytes after the JSON header) or ``json``
-        (numbers in the JSON); None for an error answer."""
-        if self.status != 200:
-            return None
-        return "binary" if self.binary_size > 0 else "json"
-
     def json_preview(self, max_chars: int = 1500) -> str:
         """The JSON part, pretty-printed, long number lists cut in the middle."""
         try:

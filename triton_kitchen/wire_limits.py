@@ -39,11 +39,14 @@ class LimitResult:
     def over_limit(self) -> bool:
         return self.answer_bytes > GRPC_DEFAULT_LIMIT
 
-    def outcome(self) -> str:
+    def outcome(self) -> str | None:
         """``answered``, ``client_refused`` (the answer arrived and the client would not take it) or
-        ``server_refused``, for the plain client."""
+        ``server_refused`` (the server would not take the request), for the plain client; None for any other
+        failure (the server down, hflip being reloaded by someone else)."""
         if not self.plain_error:
             return "answered"
+        if self.plain_code != "RESOURCE_EXHAUSTED":
+            return None
         return "client_refused" if "CLIENT" in self.plain_error else "server_refused"
 
 

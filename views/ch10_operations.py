@@ -20,6 +20,7 @@ def _options(prefix: str, keys: tuple[str, ...], **kw) -> dict[str, str]:
 def _measure(key: str, workers: int, fn, done_key: str) -> None:
     """Lock the prediction, run ``fn`` holding the lab budget, keep its result (or show the error)."""
     predict.lock(key)
+    st.session_state.pop(done_key, None)  # a busy or failed run must not reveal the last result
     try:
         with st.spinner(t("ch10.running")):
             result = state.lab_run(workers, fn)
@@ -107,7 +108,7 @@ def model_control_demo() -> None:
             "ch10_ctl_result",
         )
     result = st.session_state.get("ch10_ctl_result")
-    if result is None:
+    if result is None or result.way != way:  # measured for the way on screen only
         return
     m1, m2, m3 = st.columns(3)
     m1.metric(t("ch10.ctl_answered"), result.answered)
@@ -123,7 +124,7 @@ def model_control_demo() -> None:
         options,
         result.outcome(),
         t(
-            f"ch10.ctl_detail_{result.way}",
+            f"ch10.ctl_detail_{result.outcome()}",
             gap=f"{result.refused_window_ms():.0f}",
             longest=f"{result.longest_ms() or 0:.0f}",
         ),
@@ -142,7 +143,7 @@ def metrics_demo() -> None:
     if st.button(t("ch10.met_run", n=n), type="primary", key="ch10_met_run"):
         _measure("ch10_met", 1, lambda: metrics_burst.count_a_burst(ep, int(n)), "ch10_met_result")
     result = st.session_state.get("ch10_met_result")
-    if result is None:
+    if result is None or result.n != n or result.outcome() is None:
         return
     d = result.delta
     m1, m2, m3 = st.columns(3)
@@ -175,7 +176,7 @@ def wire_demo() -> None:
     if st.button(t("ch10.wire_run", n=batch), type="primary", key="ch10_wire_run"):
         _measure("ch10_wire", 1, lambda: wire_limits.compare(ep, int(batch)), "ch10_wire_result")
     result = st.session_state.get("ch10_wire_result")
-    if result is None:
+    if result is None or result.batch != batch:
         return
     tables.show(
         [
@@ -191,6 +192,9 @@ def wire_demo() -> None:
             },
         ]
     )
+    if result.outcome() is None:  # neither refused for size nor answered: the error is the news
+        errors.show_error("server_error", result.plain_error)
+        return
     predict.reveal(
         "ch10_wire",
         options,

@@ -61,7 +61,7 @@ def editor() -> None:
             if p.triton_message:
                 st.caption(t("live.triton_said", message=p.triton_message))
         if text == mistakes.swap_input_map(_original()):  # the swapped config, as the button left it
-            predict.reveal("ch2_swap", swap_options, "loads" if check.ok else "refused")
+            predict.reveal("ch2_swap", swap_options, mistakes.swap_outcome(check), t("ch2.swap_detail"))
         if check.config is not None and check.config.ensemble_scheduling.step:
             with st.expander(t("ch2.steps_table")):
                 st.dataframe(

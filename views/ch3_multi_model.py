@@ -74,8 +74,9 @@ def cascade() -> None:
                 results[model] = experiments.cascade_call(ep, image, model)
             except ClassifyError as exc:
                 state.show_error(exc)
-        st.session_state["ch3_results"] = results
-    results = st.session_state.get("ch3_results") or {}
+        st.session_state["ch3_results"] = (hash(image), results)
+    kept = st.session_state.get("ch3_results")
+    results = kept[1] if kept and image is not None and kept[0] == hash(image) else {}
     cols = st.columns(2)
     for col, (model, call) in zip(cols, results.items(), strict=False):
         with col:
@@ -95,7 +96,10 @@ def cascade() -> None:
         outcome = experiments.fine_model_outcome(
             results[catalog.CASCADE_ENSEMBLE], results[catalog.CASCADE_BLS]
         )
-        predict.reveal("ch3_fine", options, outcome, t(f"ch3.fine_detail_{outcome}"))
+        if outcome is None:
+            st.caption(t("ch3.fine_disturbed"))
+        else:
+            predict.reveal("ch3_fine", options, outcome, t(f"ch3.fine_detail_{outcome}"))
 
 
 def memory() -> None:

@@ -21,6 +21,7 @@ def _options(prefix: str, keys: tuple[str, ...]) -> dict[str, str]:
 def _run(key: str, workers: int, fn, done_key: str) -> None:
     """Lock the prediction, run ``fn`` holding the lab budget, keep its result (or show the error)."""
     predict.lock(key)
+    st.session_state.pop(done_key, None)  # a busy or failed run must not reveal the last result
     stop = threading.Event()
     watch = state.server_watch(stop)
     try:

@@ -303,6 +303,8 @@ def compare_with_socket(
 ) -> ShmComparison:
     """``calls`` sequential requests each way, interleaved, after one warm-up call each (connections open,
     the region registered). Raises ProtocolError when either way fails."""
+    if calls < 1:
+        raise ValueError("calls must be >= 1")
     out = ShmComparison(protocol)
     socket = Caller(endpoint, protocol, model, arrays)
     memory = ShmCaller(endpoint, {"grpc": "grpc-shm", "http-binary": "http-shm"}[protocol], model, arrays)

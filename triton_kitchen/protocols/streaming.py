@@ -52,8 +52,8 @@ class StreamRun:
     def arrival_outcome(self) -> str | None:
         """``early``: the first token came in the first half of the stream (tokens arrive as they are made);
         ``end``: not before the second half; None without tokens."""
-        if self.ttft_ms is None or not self.total_ms:
-            return None
+        if self.ttft_ms is None or len(self.tokens) < 3 or self.total_ms - self.ttft_ms < 20.0:
+            return None  # too few tokens, or no pause between them (delay 0): nothing to tell apart
         return "early" if self.ttft_ms < self.total_ms / 2 else "end"
 
     def to_dict(self) -> dict:

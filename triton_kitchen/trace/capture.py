@@ -79,6 +79,8 @@ def capture_many(
         # what was in force before, put back afterwards (a teacher's own tracing stays as it was)
         before = {k: settings[k] for k in on if settings.get(k) not in (None, "", [])}
         before.setdefault("trace_level", ["OFF"])
+        if all(before.get(k) == v for k, v in on.items()):  # ours, left by a capture that could not undo it
+            before = {"trace_level": ["OFF"]}
         kserve.update_trace_settings(target, on, model, headers)
         try:
             t0 = time.monotonic_ns()
