@@ -38,11 +38,15 @@ def _evidence_words(report: inside.InsideReport) -> tuple[str, str]:
     return words, t(f"inside.evidence_{report.evidence.get('ran', 'statistics')}")
 
 
-def inside_view(model: str, key: str, image: bytes | None, protocol: str | None = None) -> None:
+def inside_view(
+    model: str, key: str, image: bytes | None, protocol: str | None = None, titled: bool = True
+) -> None:
     """The whole box for ``model`` (an ensemble of the repository); ``key`` keeps its widgets apart from the
-    page's others; ``image`` is the page's photo; ``protocol`` fixed by the page, or chosen here when None."""
+    page's others; ``image`` is the page's photo; ``protocol`` fixed by the page, or chosen here when None;
+    ``titled=False`` when the page's box already carries the title."""
     dag = _dag(model, catalog.fingerprint())
-    st.markdown(f"**{t('inside.title')}**")
+    if titled:
+        st.markdown(f"**{t('inside.title')}**")
     st.caption(t("inside.intro"))
     st.markdown(t("inside.outputs"))
     cols = st.columns(len(dag.outputs))

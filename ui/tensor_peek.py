@@ -14,9 +14,11 @@ from ui.state import t
 PER_ROW = 5
 
 
-def peek_view(model: str, key: str, image: bytes | None, protocol: str = "grpc") -> None:
-    """A button that sends ``image`` to ``model`` once and shows what each step received and produced."""
-    st.markdown(f"**{t('peek.title')}**")
+def peek_view(model: str, key: str, image: bytes | None, protocol: str = "grpc", titled: bool = True) -> None:
+    """A button that sends ``image`` to ``model`` once and shows what each step received and produced
+    (``titled=False`` when the page's box already carries the title)."""
+    if titled:
+        st.markdown(f"**{t('peek.title')}**")
     st.caption(t("peek.intro"))
     dag = inside_dag.repository_dag(model)
     ep = state.endpoint()

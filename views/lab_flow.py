@@ -9,6 +9,7 @@ from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import state, tables
 from ui.image_picker import pick_image
 from ui.inside_dag import inside_view
+from ui.lesson import lazy_box
 from ui.state import t
 from ui.tensor_peek import peek_view
 
@@ -95,10 +96,15 @@ if run is not None:
         )
     st.caption(t(f"lab_flow.source_{run.source}") + (f" — {run.timeline.note}" if run.timeline.note else ""))
 
-with st.container(border=True):
-    inside_view(model, "flow_inside", image, protocol)
-with st.container(border=True):
-    peek_view(model, "flow", image, protocol)
+# drawn when opened: a fresh tab of the lab draws the animation first (its DAG and widgets are not cheap)
+inside_box = lazy_box("flow_inside_box", f"**{t('inside.title')}**")
+if inside_box is not None:
+    with inside_box:
+        inside_view(model, "flow_inside", image, protocol, titled=False)
+peek_box = lazy_box("flow_peek_box", f"**{t('peek.title')}**")
+if peek_box is not None:
+    with peek_box:
+        peek_view(model, "flow", image, protocol, titled=False)
 
 st.subheader(t("lab_flow.exp_title"))
 tabs = st.tabs(
