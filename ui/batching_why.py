@@ -189,9 +189,11 @@ def offered_load_section(
 
 
 @st.fragment(run_every=2.0)
-def metrics_panel(ep: Endpoint) -> None:
-    """What Triton's metrics port says now, refreshed every 2 s (measured by the server)."""
-    st.markdown(f"**{t('why.metrics_title')}**")
+def metrics_panel(ep: Endpoint, titled: bool = True) -> None:
+    """What Triton's metrics port says now, refreshed every 2 s (measured by the server); ``titled=False``
+    when the page's box already carries the title."""
+    if titled:
+        st.markdown(f"**{t('why.metrics_title')}**")
     try:
         now = metrics.scrape(metrics.address_of(ep))
     except metrics.MetricsError as exc:

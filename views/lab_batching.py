@@ -12,6 +12,7 @@ import streamlit as st
 
 from triton_kitchen import batching, bench
 from ui import batching_why, classroom, errors, state, tables
+from ui.lesson import lazy_box
 from ui.state import t
 
 st.title(t("lab_batching.title"))
@@ -181,5 +182,8 @@ batching_why.offered_load_section(
     measured_on.throughput_rps if measured_on else None,
     result.get("calibration") if result else None,
 )
-st.divider()
-batching_why.metrics_panel(ep)
+# drawn (and polling the metrics port every 2 s) only while open: a fresh tab, and a class's 30 tabs, skip it
+metrics_box = lazy_box("batch_metrics_box", f"**{t('why.metrics_title')}**")
+if metrics_box is not None:
+    with metrics_box:
+        batching_why.metrics_panel(ep, titled=False)
