@@ -88,6 +88,34 @@ def switch_page(at, page: str, open_boxes: bool = True):
     return at
 
 
+def open_app_page(page: str, lang: str, timeout: float = 180):
+    """app.py on ``page`` in ``lang`` through AppTest, every lesson box open, after one clean run."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP_ROOT / "app.py"), default_timeout=timeout)
+    at.query_params["lang"] = lang
+    switch_page(at, page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def shown_text(at) -> str:
+    """What a reader sees as text: Markdown, captions, code, and the success, warning and error boxes."""
+    parts = [e.value for e in at.markdown] + [e.value for e in at.caption] + [e.value for e in at.code]
+    parts += [e.value for e in at.success] + [e.value for e in at.warning] + [e.value for e in at.error]
+    return "\n".join(map(str, parts))
+
+
+def predict_and_press(at, predict_key: str, choice: str, button: str) -> None:
+    """Predict ``choice`` on the live element's prediction line, press its run button, expect no error."""
+    at.radio(key=f"tk_predict_{predict_key}").set_value(choice)
+    at.button(key=button).click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
 def open_every_box(at) -> None:
     """Every lazy box (lesson sections, quizzes, chapter 8's experiments) open in this AppTest's session."""
     from ui import lesson

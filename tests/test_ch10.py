@@ -3,40 +3,17 @@ measure, "your prediction / what happened"), with what each measurement must sho
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import switch_page
+from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import kserve, lessons, metrics, model_control, wire_limits
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 PAGE = "views/ch10_operations.py"
 
 
 def _open(lang: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.query_params["lang"] = lang
-    switch_page(at, PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _text(at: AppTest) -> str:
-    parts = [e.value for e in at.markdown] + [e.value for e in at.caption] + [e.value for e in at.code]
-    parts += [e.value for e in at.success] + [e.value for e in at.warning] + [e.value for e in at.error]
-    return "\n".join(map(str, parts))
-
-
-def _run(at: AppTest, predict_key: str, choice: str, button: str) -> None:
-    at.radio(key=f"tk_predict_{predict_key}").set_value(choice)
-    at.button(key=button).click()
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return open_app_page(PAGE, lang)
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -46,14 +23,14 @@ def test_chapter10_every_live_element(embedded, lang):
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
     at = _open(lang)
     assert at.title[0].value == lessons.load_lesson(10, lang).title
-    shown = _text(at)
+    shown = shown_text(at)
     for words in ("--model-control-mode", "nv_inference_exec_count", "grpc.max_receive_message_length"):
         assert words in shown
 
     # model control: zh unloads then loads (a gap of refusals), en reloads with a config (none refused)
     way = "unload_load" if lang == "zh" else "reload"
     at.radio(key="ch10_way").set_value(way)
-    _run(at, "ch10_ctl", "all_answered", "ch10_ctl_run")
+    predict_and_press(at, "ch10_ctl", "all_answered", "ch10_ctl_run")
     result = at.session_state["ch10_ctl_result"]
     assert result.way == way and result.answered > 0
     if way == "reload":
@@ -67,7 +44,7 @@ def test_chapter10_every_live_element(embedded, lang):
             for r in result.requests
             if not r.ok
         )
-    shown = _text(at)
+    shown = shown_text(at)
     assert t(f"ch10.ctl_{result.outcome()}") in shown and t("predict.yours") in shown
     assert (t("predict.right") in shown) == (way == "reload")
     assert kserve.model_config(ep, model_control.MODEL) == original  # put back
@@ -75,22 +52,22 @@ def test_chapter10_every_live_element(embedded, lang):
     assert kserve.model_ready(ep, "tta_ensemble")  # unavailable while hflip was gone, back with it
 
     # metrics: a burst of 8 is 8 inferences in fewer executions (dynamic batching), read from port 8002
-    _run(at, "ch10_met", "both_n", "ch10_met_run")
+    predict_and_press(at, "ch10_met", "both_n", "ch10_met_run")
     burst = at.session_state["ch10_met_result"]
     assert burst.n == burst.answered == 8
     assert burst.delta.inferences >= 8 and burst.delta.executions < burst.delta.inferences
     assert burst.outcome() == "fewer_exec"
     assert any(line.startswith("nv_inference_exec_count{") for line in burst.after)
-    shown = _text(at)
+    shown = shown_text(at)
     assert t("predict.wrong") in shown and 'model="classifier"' in shown
 
     # the wire: 7 mirrored images (4,214,784 B) are over grpcio's default 4 MiB; tritonclient gets them
-    _run(at, "ch10_wire", "client_refused", "ch10_wire_run")
+    predict_and_press(at, "ch10_wire", "client_refused", "ch10_wire_run")
     wire = at.session_state["ch10_wire_result"]
     assert wire.batch == 7 and wire.answer_bytes == 7 * 602_112 > wire_limits.GRPC_DEFAULT_LIMIT
     assert wire.plain_code == "RESOURCE_EXHAUSTED" and "Received message larger than max" in wire.plain_error
     assert wire.outcome() == "client_refused" and not wire.tritonclient_error
-    assert t("predict.right") in _text(at)
+    assert t("predict.right") in shown_text(at)
 
 
 def test_six_images_fit_under_the_limit(embedded):

@@ -8,37 +8,17 @@ from pathlib import Path
 
 import conftest
 import pytest
-from conftest import switch_page
+from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import kserve, lessons, scheduling
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 PAGE = "views/ch9_scheduler.py"
 
 
 def _open(lang: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.query_params["lang"] = lang
-    switch_page(at, PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _text(at: AppTest) -> str:
-    parts = [e.value for e in at.markdown] + [e.value for e in at.caption] + [e.value for e in at.code]
-    parts += [e.value for e in at.success] + [e.value for e in at.warning] + [e.value for e in at.error]
-    return "\n".join(map(str, parts))
-
-
-def _run(at: AppTest, predict_key: str, choice: str, button: str) -> None:
-    at.radio(key=f"tk_predict_{predict_key}").set_value(choice)
-    at.button(key=button).click()
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return open_app_page(PAGE, lang)
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -47,52 +27,52 @@ def test_chapter9_every_live_element(embedded, lang):
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
     at = _open(lang)
     assert at.title[0].value == lessons.load_lesson(9, lang).title
-    shown = _text(at)
+    shown = shown_text(at)
     for heading in ("instance_group", "max_queue_size", "L = λ · W"):
         assert heading in shown
     # instance_group: 1 vs 2 instances, the prediction kept beside the outcome
-    _run(at, "ch9_inst", "same", "ch9_inst_run")
+    predict_and_press(at, "ch9_inst", "same", "ch9_inst_run")
     result = at.session_state["ch9_inst_result"]
     assert [r.settings.instance_count for r in result.results] == [1, 2]
-    shown = _text(at)
+    shown = shown_text(at)
     assert t("predict.yours") in shown and t("predict.happened") in shown
     assert t(f"ch9.inst_{result.outcome()}") in shown
     assert (t("predict.right") in shown) == (result.outcome() == "same")
     # KIND_GPU on this server: Triton's refusal, verbatim
     at.button(key="ch9_gpu_run").click()
     at.run()
-    assert "no GPUs are available" in _text(at)
+    assert "no GPUs are available" in shown_text(at)
     # priorities: the urgent requests overtake (the same measurement as tests/test_scheduling.py)
-    _run(at, "ch9_prio", "overtake", "ch9_prio_run")
+    predict_and_press(at, "ch9_prio", "overtake", "ch9_prio_run")
     prio = at.session_state["ch9_prio_result"]
     assert prio.outcome() == "overtake", (prio.fifo.finish_ranks(1), prio.priority.finish_ranks(1))
-    assert t("predict.right") in _text(at)
-    assert "priority_levels: 2" in _text(at)
+    assert t("predict.right") in shown_text(at)
+    assert "priority_levels: 2" in shown_text(at)
     # queue policy: a small queue refuses some of the 32, with Triton's words
     at.radio(key="ch9_sched_pick").set_value("queue")
     at.run()
     at.slider(key="ch9_q_size").set_value(4)
-    _run(at, "ch9_q", "all", "ch9_q_run")
+    predict_and_press(at, "ch9_q", "all", "ch9_q_run")
     q = at.session_state["ch9_q_result"]
     assert q.outcome() == "some"
-    shown = _text(at)
+    shown = shown_text(at)
     assert t("predict.wrong") in shown
     assert any(
         "Exceeds maximum queue size" in str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()
     )
     # Little's law with the student's own C
-    _run(at, "ch9_little", "latency", "ch9_little_run")
+    predict_and_press(at, "ch9_little", "latency", "ch9_little_run")
     law = at.session_state["ch9_little_result"]
     assert [r.concurrency for r in law.runs] == [2, 4]
-    assert t("ch9.little_yours", c=2, rps="", predicted="", measured="").split("=")[0] in _text(at)
+    assert t("ch9.little_yours", c=2, rps="", predicted="", measured="").split("=")[0] in shown_text(at)
     assert kserve.model_config(embedded.endpoint, scheduling.MODEL) == original
     # is an ensemble faster than the client chaining its steps? measured over gRPC, the same top-1 either way
-    _run(at, "ch9_ens", "ensemble_faster", "ch9_ens_run")
+    predict_and_press(at, "ch9_ens", "ensemble_faster", "ch9_ens_run")
     ens = at.session_state["ch9_ens_result"]
     assert ens.same_answer and [r.mode for r in ens.rows] == ["ensemble", "chain"]
     assert ens.row("grpc", "chain").wire_bytes > 1_000_000 > ens.row("grpc", "ensemble").wire_bytes
     assert ens.outcome() in ("ensemble_faster", "similar", "chain_faster")
-    shown = _text(at)
+    shown = shown_text(at)
     assert t(f"ch9.ens_{ens.outcome()}") in shown
     assert t("ch9.ens_detail", ratio=f"{ens.ratio():.2f}") in shown
 

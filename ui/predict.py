@@ -16,8 +16,13 @@ locked prediction stays with the result: changing the radio afterwards does not 
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import streamlit as st
 
+from ui import errors, state
 from ui.i18n import t
 
 
@@ -50,6 +55,26 @@ def lock(key: str) -> str | None:
 
 def locked(key: str) -> str | None:
     return st.session_state.get(_locked_key(key))
+
+
+def measure(
+    key: str, workers: int, fn: Callable[[threading.Event, Callable], Any], done_key: str, running: str
+):
+    """The run button's work: lock the prediction, drop the last result, run ``fn(stop, watch)`` holding the
+    class's lab budget (``watch()`` ends it when the server dies), keep its result under ``done_key`` or show
+    the error. A busy or failed run leaves no result to reveal."""
+    lock(key)
+    st.session_state.pop(done_key, None)
+    stop = threading.Event()
+    watch = state.server_watch(stop)
+    try:
+        with st.spinner(running):
+            result = state.lab_run(workers, lambda: fn(stop, watch))
+        if result is not state.BUSY:
+            st.session_state[done_key] = result
+    except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
+        errors.show_error(exc)
+    state.say_if_stopped_by_death()
 
 
 def reveal(key: str, options: dict[str, str], outcome: str, detail: str = "") -> bool | None:

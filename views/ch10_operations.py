@@ -18,18 +18,7 @@ def _options(prefix: str, keys: tuple[str, ...], **kw) -> dict[str, str]:
 
 
 def _measure(key: str, workers: int, fn, done_key: str) -> None:
-    """Lock the prediction, run ``fn`` holding the lab budget, keep its result (or show the error)."""
-    predict.lock(key)
-    st.session_state.pop(done_key, None)  # a busy or failed run must not reveal the last result
-    try:
-        with st.spinner(t("ch10.running")):
-            result = state.lab_run(workers, fn)
-        if result is not state.BUSY:
-            st.session_state[done_key] = result
-    except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
-        st.session_state.pop(done_key, None)
-        errors.show_error(exc)
-    state.say_if_stopped_by_death()
+    predict.measure(key, workers, lambda stop, watch: fn(), done_key, t("ch10.running"))
 
 
 # -- model control ---------------------------------------------------------------------------------------------

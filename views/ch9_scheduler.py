@@ -3,8 +3,6 @@ element asks for a prediction first, then measures on the real classifier (trito
 
 from __future__ import annotations
 
-import threading
-
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -19,20 +17,7 @@ def _options(prefix: str, keys: tuple[str, ...]) -> dict[str, str]:
 
 
 def _run(key: str, workers: int, fn, done_key: str) -> None:
-    """Lock the prediction, run ``fn`` holding the lab budget, keep its result (or show the error)."""
-    predict.lock(key)
-    st.session_state.pop(done_key, None)  # a busy or failed run must not reveal the last result
-    stop = threading.Event()
-    watch = state.server_watch(stop)
-    try:
-        with st.spinner(t("ch9.running")):
-            result = state.lab_run(workers, lambda: fn(stop, watch))
-        if result is not state.BUSY:
-            st.session_state[done_key] = result
-    except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
-        st.session_state.pop(done_key, None)
-        errors.show_error(exc)
-    state.say_if_stopped_by_death()
+    predict.measure(key, workers, fn, done_key, t("ch9.running"))
 
 
 def _fmt(v, spec: str = ".1f") -> str:
