@@ -601,5 +601,5 @@ def test_every_chapter_highlights_part_of_a_requests_life():
     assert all(on for _, on in request_map.stages(8))  # the review covers the whole life
     assert not request_map.stages(4)[2][1]  # HTTP/REST is not about the ensemble scheduler
     for lang in L.LANGS:
-        for stage in (*request_map.STAGES, "title", "help"):
+        for stage in (*request_map.STAGES, "title"):
             assert L.t(f"map.{stage}", lang).strip(), (lang, stage)

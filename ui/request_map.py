@@ -19,4 +19,4 @@ def line(chapter: int) -> str:
 
 
 def render(chapter: int) -> None:
-    st.markdown(line(chapter), help=t("map.help"))
+    st.markdown(line(chapter))
