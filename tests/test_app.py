@@ -8,6 +8,7 @@ first try counts, shuffled choices, per-choice feedback).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -458,6 +459,41 @@ def test_one_way_from_an_error_to_its_message():
     assert message_for(KitchenError("no_such_code", "?"), "en").generic
     assert message_for(ValueError("bug"), "en").generic
     assert message_for("model_not_ready", "zh").text == lessons.t("error.model_not_ready", "zh")
+
+
+def test_every_code_the_library_raises_has_its_own_message():
+    """Each literal code a KitchenError is raised with in the library (``XError("code", ...)``) reads a message
+    of its own in both languages, not the generic one (the remote click pass found ch10's metrics demo showing
+    "something went wrong" for a closed metrics port)."""
+    import importlib
+    import pkgutil
+
+    import triton_kitchen
+    from triton_kitchen.errors import KitchenError
+    from ui.errors import message_for
+
+    for module in pkgutil.walk_packages(triton_kitchen.__path__, "triton_kitchen."):
+        importlib.import_module(module.name)
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    classes = {c.__name__: c for c in subclasses(KitchenError)}
+    names = "|".join(classes)
+    raised = re.compile(rf"\b({names})\(\s*\"([a-z_]+)\"")
+    found, generic = set(), []
+    for path in sorted((ROOT / "triton_kitchen").rglob("*.py")):
+        for name, code in raised.findall(path.read_text(encoding="utf-8")):
+            if name == "TraceError":  # caught where raised: the flow lab falls back, never shows it
+                continue
+            error = classes[name].__new__(classes[name])
+            error.code = code
+            found.add((name, code))
+            generic += [(name, code, lang) for lang in lessons.LANGS if message_for(error, lang).generic]
+    assert len(found) > 10 and ("MetricsError", "metrics_unreachable") in found
+    assert not generic, generic
 
 
 def _error_page():

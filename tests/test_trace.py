@@ -164,6 +164,20 @@ def test_statistics_fallback_labels_itself(server, sample_jpegs):
     assert steps[1].timestamps[trace.COMPUTE_END] > steps[1].timestamps[trace.COMPUTE_START]
 
 
+def test_model_statistics_reads_several_models_at_once_and_refuses_an_unknown_one(server):
+    """Several models come from one read and agree with the per-model reads; a model Triton does not serve
+    still raises Triton's own error, from its per-model read."""
+    ep = server.endpoint
+    models = ["preprocess", "classifier", "postprocess"]
+    together = trace.model_statistics(ep, models)
+    apart = {m: trace.model_statistics(ep, [m])[m] for m in models}
+    assert set(together) == set(models)
+    for m in models:  # counts only grow; other tests may run requests in between
+        assert 0 < together[m]["count"] <= apart[m]["count"] or together[m] == apart[m]
+    with pytest.raises(Exception, match="no_such_model"):
+        trace.model_statistics(ep, ["classifier", "no_such_model"])
+
+
 def test_statistics_layout_order_is_topological():
     """graphlib order: predecessors first, lowest index first among the ready; a cycle keeps index order."""
     from triton_kitchen.trace.statistics import _topological

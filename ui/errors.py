@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 GENERIC = "unexpected"
 # Codes that are a limit of the server chosen, not a failure: a warning, not an error box.
-WARNING_CODES = frozenset({"no_control_api"})
+WARNING_CODES = frozenset({"no_control_api", "metrics_unreachable"})
 # Library codes that share a message with another code (kserve's and the protocol lab's legacy kinds).
 ALIASES = {
     "connection": "server_unreachable",
