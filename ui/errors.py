@@ -118,7 +118,17 @@ def show_error(
     else:
         log.warning("error %s shown%s: %s", message.code, where, text)
     (st.warning if message.warning else st.error)(message.text, icon="⚠️")
-    if text:
-        with st.expander(lessons.t("error.details", lang or session_lang())):
-            st.code(text, language=None, wrap_lines=True)
+    show_details([text] if text else [], lang)
     return message
+
+
+def show_details(lines: list[str], lang: str | None = None) -> None:
+    """The library's own words about a result (how it was made, Triton's message) under "Technical details",
+    as code: like an error's detail, they stay as written (English), out of the lesson's text."""
+    import streamlit as st
+
+    from ui.i18n import lang as session_lang
+
+    if lines:
+        with st.expander(lessons.t("error.details", lang or session_lang())):
+            st.code("\n".join(lines), language=None, wrap_lines=True)

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from triton_kitchen import inside, inside_dag, peek
-from ui import state
+from ui import errors, state
 from ui.state import t
 
 PER_ROW = 5
@@ -34,7 +34,8 @@ def peek_view(model: str, key: str, image: bytes | None, protocol: str = "grpc",
     found: peek.Peek | None = st.session_state.get(f"{key}_peek_{model}")
     if found is None:
         return
-    st.caption(t(f"peek.source_{found.source}") + "".join(f" {n}" for n in found.notes))
+    st.caption(t(f"peek.source_{found.source}"))
+    errors.show_details(found.notes)
     # one column per stop, left to right as the data flows: the ensemble's input, each step, its outputs
     stops = (
         [(found.model, "input")]

@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import catalog, experiments, flow, kserve
 from triton_kitchen.server import DEFAULT_REPOSITORY
-from ui import state, tables
+from ui import errors, state, tables
 from ui.image_picker import pick_image
 from ui.inside_dag import inside_view
 from ui.lesson import lazy_box
@@ -94,7 +94,8 @@ if run is not None:
         st.plotly_chart(
             flow.gantt(run, state.lang()), key="flow_gantt", width="stretch", config={"displayModeBar": False}
         )
-    st.caption(t(f"lab_flow.source_{run.source}") + (f" — {run.timeline.note}" if run.timeline.note else ""))
+    st.caption(t(f"lab_flow.source_{run.source}"))
+    errors.show_details([run.timeline.note] if run.timeline.note else [])
 
 # drawn when opened: a fresh tab of the lab draws the animation first (its DAG and widgets are not cheap)
 inside_box = lazy_box("flow_inside_box", f"**{t('inside.title')}**")
