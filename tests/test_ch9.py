@@ -1,12 +1,10 @@
-"""Chapter 9's page: every live element driven through AppTest in both languages (predict, run on the real server,
-"your prediction / what happened"), the predict-then-see helper on its own, and the page in Chromium."""
+"""Chapter 9's page: every live element driven through AppTest (predict, run on the real server, "your prediction /
+what happened"), and the predict-then-see helper on its own. In Chromium, in Chinese: tests/test_click_everything.py."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import conftest
 import pytest
 from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
@@ -21,7 +19,7 @@ def _open(lang: str) -> AppTest:
     return open_app_page(PAGE, lang)
 
 
-@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("lang", ["en"])  # in Chinese, the click pass presses every one of them in Chromium
 def test_chapter9_every_live_element(embedded, lang):
     original = kserve.model_config(embedded.endpoint, scheduling.MODEL)
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
@@ -106,97 +104,3 @@ def test_predict_helper_keeps_the_prediction_made_before_the_run():
     at.button(key="run").click().run()
     assert at.success and not at.warning
     assert any("detail line" in c.value for c in at.caption)
-
-
-# -- Chromium -----------------------------------------------------------------------------------------------
-SHOTS = ROOT / "artifacts" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    """The app with its own embedded server: the experiments reload the classifier through the restricted
-    repository API, whose key only the app's own server gives it (a remote server is read-only here)."""
-    env = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}
-    with conftest.streamlit_app(env, log_name="streamlit_ch9.log") as (url, _proc):
-        yield url
-
-
-def _settle(page, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    stable = None
-    while time.monotonic() < deadline:
-        busy = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        if not busy:
-            stable = stable or time.monotonic()
-            if time.monotonic() - stable > 0.5:
-                return
-        else:
-            stable = None
-        time.sleep(0.1)
-    raise TimeoutError("the page kept running")
-
-
-def _open_section(page, heading: str) -> None:
-    box = page.locator('[data-testid="stExpander"]').filter(has_text=heading).first
-    details = box.locator("details")
-    if details.count() and details.first.get_attribute("open") is None:
-        box.locator("summary").first.click()
-        _settle(page)
-
-
-@pytest.mark.browser
-@pytest.mark.skipif(not Path(conftest.CHROMIUM).exists(), reason="no Debian chromium")
-def test_chapter9_in_chromium(browser, app_url):
-    """Each live element pressed in a real browser against the real server (en); no exception box."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    try:
-        page.goto(f"{app_url}/ch9?lang=en")
-        page.wait_for_selector("h1", timeout=60_000)
-        _settle(page)
-        lesson = lessons.load_lesson(9, "en")
-        headings = [lessons.split_heading(text)[0] for text in lesson.sections.values()]
-        # instance_group (the first box, open)
-        page.get_by_text(lessons.t("ch9.inst_same", "en")).first.click()
-        _settle(page)
-        page.get_by_role("button", name=lessons.t("ch9.inst_run", "en", n=2)).click()
-        page.get_by_text(lessons.t("predict.happened", "en")).first.wait_for(timeout=120_000)
-        _settle(page)
-        page.get_by_role("button", name=lessons.t("ch9.gpu_run", "en")).click()
-        page.get_by_text("no GPUs are available").first.wait_for(timeout=60_000)
-        # scheduling: priorities
-        _open_section(page, headings[1])
-        page.get_by_text(lessons.t("ch9.prio_overtake", "en")).first.click()
-        _settle(page)
-        page.get_by_role("button", name=lessons.t("ch9.prio_run", "en")).click()
-        page.get_by_text(lessons.t("ch9.prio_detail", "en", early=32, late=4, total=36)).wait_for(
-            timeout=120_000
-        )
-        _settle(page)
-        # scheduling: queue policy
-        page.get_by_text(lessons.t("ch9.sched_queue", "en"), exact=True).click()  # the radio, not the heading
-        _settle(page)
-        page.get_by_role("button", name=lessons.t("ch9.q_run", "en")).click()
-        page.get_by_text(lessons.t("ch9.q_refused", "en")).first.wait_for(timeout=120_000)
-        _settle(page)
-        assert (
-            page.get_by_text("Exceeds maximum queue size").count()
-            or page.locator('[data-testid="stDataFrame"]').count()
-        )
-        # queueing: Little's law
-        _open_section(page, headings[2])
-        page.get_by_role("button", name=lessons.t("ch9.little_run", "en", c=2, c2=4)).click()
-        page.get_by_text(lessons.t("ch9.little_yours", "en").split(":")[0]).first.wait_for(timeout=120_000)
-        _settle(page)
-        assert page.locator('[data-testid="stException"]').count() == 0
-        assert (
-            page.get_by_text(lessons.t("predict.yours", "en")).count() == 3
-        )  # instances, queue policy, Little
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.set_viewport_size({"width": 1400, "height": 6000})
-        page.screenshot(path=str(SHOTS / "ch9_driven_en.png"), full_page=True)
-    except Exception:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "ch9_failure.png"), full_page=True)  # what it looked like, to read
-        raise
-    finally:
-        page.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import conftest
 import pytest
+from _rendered_cjk import RENDERED_TEXT_JS, cjk_rendering_defects
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,13 +219,14 @@ _READ = """() => {
     errors: all('[data-testid=stAlertContentError]').map(e => e.innerText),
     texts,
     details: all('[data-testid=stExpander] pre').map(e => e.textContent).slice(-3),
+    broken: [...document.images].filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
   };
 }"""
 
 
 def problems_on_screen(seen: dict, lang: str, meant=lambda text: False) -> list[str]:
     """What is wrong on a page, from what _READ saw there; ``meant(text)``: an error box the page means."""
-    found = []
+    found = [f"image did not load: {src}" for src in seen.get("broken", [])]
     for text in seen["exceptions"]:
         found.append(f"Streamlit exception: {_norm(text)[:500]}")
     for text in seen["errors"]:
@@ -437,9 +440,10 @@ class Scope:
 
     # quiz questions answered (and checked) per chapter: each answer reruns a long page, and every question
     # runs the same code; the banks' text is checked in both languages by test_lessons
-    quiz_questions: int = 2
+    quiz_questions: int = 1
     options: bool = True  # every option of radios and segmented controls, and toggles
     heavy: frozenset = HEAVY  # the load tests that run (at their smallest settings)
+    buttons: bool = True  # False: only tabs and expanders (and the quiz): the page's text, not its runs
 
 
 def _press(page, visit: Visit, item: dict) -> None:
@@ -453,8 +457,9 @@ def _press(page, visit: Visit, item: dict) -> None:
     if kind in ("radio", "segmented"):
         option_q = "[data-testid=stRadioOption]" if kind == "radio" else "button"
         picked = item["picked"]
-        if key.startswith("tk_quiz_"):
-            order = [0] if picked < 0 else []  # a quiz answer: the first choice
+        if key.startswith(("tk_quiz_", "tk_predict_")):
+            # a quiz answer or a prediction: the first choice (each other choice only changes what is stored)
+            order = [0] if picked < 0 else []
         else:
             order = [i for i in range(item["options"]) if i != picked] + ([picked] if picked >= 0 else [])
         for i in order:  # ... and back to what it was: the rest of the page needs it (the sample photo)
@@ -510,6 +515,7 @@ def crawl(page, visit: Visit, scope: Scope, shared: set[str]) -> None:
                     and not key.startswith("tk_quiz")
                 )
                 or (kind == "button" and key in HEAVY and key not in scope.heavy)
+                or (kind in ("button", "toggle") and not scope.buttons and not key.startswith("tk_quiz"))
                 or (component is not None and component in shared)
             )
             if not skip:
@@ -612,6 +618,9 @@ class Pass:
         if not slug:
             sidebar_controls(page, visit)
         crawl(page, visit, self.scope, self.shared)
+        if self.lang == "zh":  # every box is open now: the whole page's Chinese, as Chromium lays it out
+            for defect in cjk_rendering_defects(page.evaluate(RENDERED_TEXT_JS)):
+                visit.problems.append(f"{visit.name}: Chinese rendered wrong: {defect}")
         if shot or any(p.startswith(visit.name) for p in self.problems):
             shoot(page, f"click_{self.mode}_{slug or 'home'}_{self.lang}")
         self.timings[f"{self.mode}/{self.lang}/{slug or 'home'}"] = {
@@ -637,33 +646,87 @@ class Pass:
         assert not problems, f"{len(problems)} problem(s) on screen:\n" + "\n".join(problems[:80])
 
 
-# -- the app, once per mode ---------------------------------------------------------------------------------
+# -- the apps and the passes -----------------------------------------------------------------------------------
+# The three passes run at once (two cores; one pass keeps about one busy: it mostly waits for Chromium to draw
+# and for the server to answer): Chinese in the test's own thread; English and the remote pass each in a thread
+# of its own with its own Playwright and Chromium (Playwright's sync API belongs to the thread that started it),
+# against an app of its own, so the English pass can restart and kill its server without touching the others.
+EMBEDDED = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}  # no TRITON_* URL: the app's own server
+
+
 @pytest.fixture(scope="module")
 def embedded_app():
-    """The app with its own embedded server (no TRITON_* URL in its environment)."""
-    env = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}
-    with conftest.streamlit_app(env, log_name="streamlit-click-embedded.log") as (url, proc):
+    """The app with its own embedded server, for the Chinese pass."""
+    with conftest.streamlit_app(EMBEDDED, log_name="streamlit-click-embedded.log") as (url, proc):
         yield url, proc
 
 
+class InThread:
+    """``work(browser)`` in a thread of its own, with its own Playwright and Chromium; ``result()`` waits."""
+
+    def __init__(self, work) -> None:
+        self._value, self._error = None, None
+        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True)
+        self._thread.start()
+
+    def _run(self, work) -> None:
+        from playwright.sync_api import sync_playwright
+
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=conftest.CHROMIUM, args=conftest.CHROMIUM_ARGS)
+                try:
+                    self._value = work(browser)
+                finally:
+                    browser.close()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            self._error = exc
+
+    def join(self, timeout: float = 1800.0) -> None:
+        self._thread.join(timeout)
+
+    def result(self, timeout: float = 1800.0):
+        self.join(timeout)
+        assert not self._thread.is_alive(), f"the pass still runs after {timeout:.0f} s"
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _each_page(run: Pass, slugs, shots=()) -> Pass:
+    try:
+        for slug in slugs:
+            run.visit(slug, shot=slug in shots)
+    finally:
+        run.close()
+    return run
+
+
 @pytest.fixture(scope="module")
-def remote_app(server):
-    """The app pointed at the session's server, as a remote one."""
+def en_pass():
+    """The English pass, started at once in its own thread against its own app (see _english)."""
+    with conftest.streamlit_app(EMBEDDED, log_name="streamlit-click-en.log") as (url, proc):
+        running = InThread(lambda browser: _english(browser, url, proc))
+        yield running
+        running.join()  # never leave it running past its app (its test reports what it found)
+
+
+@pytest.fixture(scope="module")
+def remote_pass(server):
+    """The remote pass, started at once in its own thread (see _remote)."""
     env = {"TRITON_HTTP_URL": server.http_url, "TRITON_GRPC_URL": server.grpc_url}
-    with conftest.streamlit_app(env, log_name="streamlit-click-remote.log") as (url, proc):
-        yield url
+    with conftest.streamlit_app(env, log_name="streamlit-click-remote.log") as (url, _proc):
+        running = InThread(lambda browser: _remote(browser, url))
+        yield running
+        running.join()
 
 
 @pytest.mark.slow
 @needs_chromium
-def test_click_everything_zh(embedded_app, browser):
-    """Every page in Chinese (the default), everything pressed: options, load tests, two quiz answers per chapter."""
-    run = Pass(browser, embedded_app[0], "embedded", "zh", Scope())
-    try:
-        for slug in SLUGS:
-            run.visit(slug, shot=True)
-    finally:
-        run.close()
+def test_click_everything_zh(embedded_app, browser, en_pass, remote_pass):
+    """Every page in Chinese (the default), everything pressed: options, load tests, a quiz answer per chapter;
+    each page's Chinese as rendered. (Asks for the other passes only to start them now, beside this one.)"""
+    run = _each_page(Pass(browser, embedded_app[0], "embedded", "zh", Scope()), SLUGS, shots=SLUGS)
     run.report()
 
 
@@ -738,30 +801,34 @@ def _wait_down_then_up(page) -> None:
     wait_server_up(page)
 
 
+def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str]]:
+    """The embedded server restarted from the sidebar, then killed and brought back by auto-restart: the flow
+    lab traces live after each; then every page in English with its tabs and expanders open (its text; every
+    button, option, load test and quiz answer ran in the Chinese pass, whose code is the same)."""
+    run = Pass(
+        browser,
+        url,
+        "restart",
+        "en",
+        Scope(quiz_questions=0, options=False, heavy=frozenset(), buttons=False),
+    )
+    sources = {
+        "before a restart": _flow_send(run, "before a restart"),
+        "after the restart button": _flow_send(run, "after the restart button", _restart_button),
+        "after auto-restart": _flow_send(
+            run,
+            "after auto-restart",
+            lambda page: (_kill_tritonserver(proc.pid), _wait_down_then_up(page)),
+        ),
+    }
+    return _each_page(run, SLUGS, shots=("ch2", "ch3", "ch8")), sources
+
+
 @pytest.mark.slow
 @needs_chromium
-def test_click_everything_en_after_restarts(embedded_app, browser):
-    """The embedded server restarted from the sidebar, then killed and brought back by auto-restart: the
-    flow lab traces live after each; then every page in English: its buttons, tabs and expanders (radio
-    options, toggles, load tests and quiz answers ran in Chinese)."""
-    url, proc = embedded_app
-    # no quiz answers: the quiz's code is the same in both languages (answered in Chinese above, and by
-    # AppTest in English); two minutes on two cores are what this pass is kept under
-    run = Pass(browser, url, "restart", "en", Scope(quiz_questions=0, options=False, heavy=frozenset()))
-    try:
-        sources = {
-            "before a restart": _flow_send(run, "before a restart"),
-            "after the restart button": _flow_send(run, "after the restart button", _restart_button),
-            "after auto-restart": _flow_send(
-                run,
-                "after auto-restart",
-                lambda page: (_kill_tritonserver(proc.pid), _wait_down_then_up(page)),
-            ),
-        }
-        for slug in SLUGS:
-            run.visit(slug, shot=slug in ("ch2", "ch3", "ch8"))
-    finally:
-        run.close()
+def test_click_everything_en_after_restarts(en_pass):
+    """The English pass (see _english): its findings, and a live trace in the flow lab after each restart."""
+    run, sources = en_pass.result()
     not_live = [
         f"restart/en /lab-flow: flow_send {when} showed the {source} timeline, not a live trace"
         for when, source in sources.items()
@@ -770,31 +837,26 @@ def test_click_everything_en_after_restarts(embedded_app, browser):
     run.report(not_live)
 
 
+# Pages that do nothing differently on a remote server (no repository, trace, shared-memory, metrics or
+# statistics-only path): the embedded passes cover them
+SAME_ON_A_REMOTE = frozenset({"", "ch1", "ch4", "ch5", "ch6", "ch7", "lab-break"})
+
+
+def _remote(browser, url: str) -> Pass:
+    """The app pointed at a remote server, in Chinese: the buttons, tabs and expanders of every page that
+    behaves differently there (the batching lab's run included)."""
+    run = Pass(
+        browser, url, "remote", "zh", Scope(quiz_questions=0, options=False, heavy=frozenset({"batch_run"}))
+    )
+    return _each_page(run, [s for s in SLUGS if s not in SAME_ON_A_REMOTE])
+
+
 @pytest.mark.slow
 @needs_chromium
-def test_click_everything_remote(remote_app, browser):
-    """The app pointed at a remote server, in Chinese: the buttons, tabs and expanders of every page that
-    behaves differently there (the batching lab's run included). A demo that needs the embedded server's control API says so in Chinese: no
-    generic error, no error box the page did not mean."""
-    run = Pass(
-        browser,
-        remote_app,
-        "remote",
-        "zh",
-        Scope(quiz_questions=0, options=False, heavy=frozenset({"batch_run"})),
-    )
-    try:
-        for slug in SLUGS:
-            if slug not in SAME_ON_A_REMOTE:
-                run.visit(slug)
-    finally:
-        run.close()
-    run.report()
-
-
-# Pages that do nothing differently on a remote server (no repository, trace, shared-memory or statistics-only
-# path): the embedded passes cover them; the remote pass has minutes, not hours
-SAME_ON_A_REMOTE = frozenset({"", "ch1", "ch6"})
+def test_click_everything_remote(remote_pass):
+    """The remote pass (see _remote): a demo that needs the embedded server's control API says so in Chinese,
+    no generic error, no error box the page did not mean."""
+    remote_pass.result().report()
 
 
 def test_the_checks_catch_what_they_should():
@@ -809,7 +871,13 @@ def test_the_checks_catch_what_they_should():
             "details": list(details),
         }
 
+    # Chinese as rendered: a literal emphasis marker, a stray space; not a space around English words
+    assert len(cjk_rendering_defects("中 文。 中**")) == 3
+    assert not cjk_rendering_defects("用 Triton 跑 `ensemble`：⟦code⟧ 或 “unused”。Access-Control-* 头")
     zh, en = UI["zh"], UI["en"]
+    assert problems_on_screen({**seen(), "broken": ["http://x/media/a.png"]}, "en") == [
+        "image did not load: http://x/media/a.png"
+    ]
     fine_zh = seen(
         [zh["quiz.title"], "image_classifier", "config.pbtxt", "model_repository/classifier/1/model.py"]
     )
