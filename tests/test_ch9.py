@@ -1,5 +1,5 @@
 """Chapter 9's page: every live element driven through AppTest (predict, run on the real server, "your prediction /
-what happened"), and the predict-then-see helper on its own. In Chromium, in Chinese: tests/test_click_everything.py."""
+what happened"), and the predict-then-see helper on its own. In Chromium, in English: tests/test_click_everything.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _open(lang: str) -> AppTest:
     return open_app_page(PAGE, lang)
 
 
-@pytest.mark.parametrize("lang", ["en"])  # in Chinese, the click pass presses every one of them in Chromium
+@pytest.mark.parametrize("lang", ["zh"])  # in English, the click pass presses every one of them in Chromium
 def test_chapter9_every_live_element(embedded, lang):
     original = kserve.model_config(embedded.endpoint, scheduling.MODEL)
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731

@@ -34,6 +34,11 @@ def _locked_key(key: str) -> str:
     return f"tk_predicted_{key}"
 
 
+def choices(prefix: str, keys: tuple[str, ...], **kw) -> dict[str, str]:
+    """The answers to offer, key -> text: ``<prefix>_<key>`` of the string table (``ch9.inst`` -> ``ch9.inst_more``)."""
+    return {k: t(f"{prefix}_{k}", **kw) for k in keys}
+
+
 def ask(key: str, prompt: str, options: dict[str, str]) -> str | None:
     """The prediction line: the question and its choices, none chosen at first; returns the chosen key."""
     return st.radio(

@@ -9,12 +9,8 @@ import streamlit as st
 
 from triton_kitchen import kserve, metrics_burst, model_control, wire_limits
 from ui import errors, predict, state, tables
-from ui.lesson import render_lesson
+from ui.lesson import lazy_box, render_lesson
 from ui.state import t
-
-
-def _options(prefix: str, keys: tuple[str, ...], **kw) -> dict[str, str]:
-    return {k: t(f"ch10.{prefix}_{k}", **kw) for k in keys}
 
 
 def _measure(key: str, workers: int, fn, done_key: str) -> None:
@@ -23,8 +19,11 @@ def _measure(key: str, workers: int, fn, done_key: str) -> None:
 
 # -- model control ---------------------------------------------------------------------------------------------
 def _index(ep) -> None:
-    """The repository index: which models this server has loaded, as it says."""
-    with st.expander(t("ch10.index_title")):
+    """The repository index: which models this server has loaded, as it says (asked and drawn when opened)."""
+    box = lazy_box("ch10_index_box", t("ch10.index_title"))
+    if box is None:
+        return
+    with box:
         try:
             rows = kserve.repository_index(ep, headers=ep.headers or None, timeout=5.0)
         except kserve.KServeError as exc:
@@ -85,9 +84,9 @@ def model_control_demo() -> None:
     if not ep.headers:  # a remote server: its repository API is not ours to reload models through
         st.info(t("lab_batching.remote_note"))
     _index(ep)
-    ways = _options("way", model_control.WAYS)
+    ways = predict.choices("ch10.way", model_control.WAYS)
     way = st.radio(t("ch10.way_pick"), list(ways), format_func=ways.get, horizontal=True, key="ch10_way")
-    options = _options("ctl", ("all_answered", "some_refused"))
+    options = predict.choices("ch10.ctl", ("all_answered", "some_refused"))
     predict.ask("ch10_ctl", t("ch10.ctl_predict", way=ways[way]), options)
     if st.button(t("ch10.ctl_run"), type="primary", key="ch10_ctl_run"):
         _measure(
@@ -127,7 +126,7 @@ def metrics_demo() -> None:
         state.say_no_server()
         return
     n = st.slider(t("ch10.met_n"), 2, 16, 8, key="ch10_met_n")
-    options = _options("met", ("both_n", "fewer_exec"), n=n)
+    options = predict.choices("ch10.met", ("both_n", "fewer_exec"), n=n)
     predict.ask("ch10_met", t("ch10.met_predict", n=n), options)
     if st.button(t("ch10.met_run", n=n), type="primary", key="ch10_met_run"):
         _measure("ch10_met", 1, lambda: metrics_burst.count_a_burst(ep, int(n)), "ch10_met_result")
@@ -160,7 +159,7 @@ def wire_demo() -> None:
         return
     batch = st.slider(t("ch10.wire_batch"), 1, wire_limits.MAX_BATCH, 7, key="ch10_wire_batch")
     mb = batch * wire_limits.IMAGE_BYTES / 1e6
-    options = _options("wire", ("answered", "client_refused", "server_refused"))
+    options = predict.choices("ch10.wire", ("answered", "client_refused", "server_refused"))
     predict.ask("ch10_wire", t("ch10.wire_predict", n=batch, mb=f"{mb:.1f}"), options)
     if st.button(t("ch10.wire_run", n=batch), type="primary", key="ch10_wire_run"):
         _measure("ch10_wire", 1, lambda: wire_limits.compare(ep, int(batch)), "ch10_wire_result")

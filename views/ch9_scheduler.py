@@ -12,10 +12,6 @@ from ui.lesson import page_link, render_lesson
 from ui.state import t
 
 
-def _options(prefix: str, keys: tuple[str, ...]) -> dict[str, str]:
-    return {k: t(f"ch9.{prefix}_{k}") for k in keys}
-
-
 def _run(key: str, workers: int, fn, done_key: str) -> None:
     predict.measure(key, workers, fn, done_key, t("ch9.running"))
 
@@ -40,7 +36,7 @@ def instances() -> None:
     count = c1.slider(t("ch9.inst_count"), 2, scheduling.batching.MAX_INSTANCES, 2, key="ch9_inst_count")
     conc = c2.slider(t("ch9.inst_concurrency"), 1, 16, 4, key="ch9_inst_c")
     batching_on = c3.toggle(t("ch9.inst_batching"), value=False, key="ch9_inst_batching")
-    options = _options("inst", ("more", "same", "less"))
+    options = predict.choices("ch9.inst", ("more", "same", "less"))
     predict.ask("ch9_inst", t("ch9.inst_predict", n=count), options)
     if st.button(t("ch9.inst_run", n=count), type="primary", key="ch9_inst_run"):
         _run(
@@ -119,7 +115,7 @@ def _finish_chart(result: scheduling.PriorityResult) -> None:
 
 
 def _priority(ep) -> None:
-    options = _options("prio", ("overtake", "no_change"))
+    options = predict.choices("ch9.prio", ("overtake", "no_change"))
     predict.ask("ch9_prio", t("ch9.prio_predict"), options)
     if st.button(t("ch9.prio_run"), type="primary", key="ch9_prio_run"):
         _run("ch9_prio", 4, lambda stop, watch: scheduling.priority_demo(ep), "ch9_prio_result")
@@ -155,7 +151,7 @@ def _queue(ep) -> None:
         t("ch9.q_timeout"), 0, 200, 0, step=10, key="ch9_q_timeout", help=t("ch9.q_timeout_help")
     )
     action = c3.radio(t("ch9.q_action"), scheduling.ACTIONS, horizontal=True, key="ch9_q_action")
-    options = _options("q", ("all", "some", "none"))
+    options = predict.choices("ch9.q", ("all", "some", "none"))
     predict.ask("ch9_q", t("ch9.q_predict"), options)
     if st.button(t("ch9.q_run"), type="primary", key="ch9_q_run"):
         policy = scheduling.QueuePolicy(int(size), int(timeout_ms) * 1000, str(action))
@@ -181,7 +177,9 @@ def scheduling_demo() -> None:
         state.say_no_server()
         return
     _remote_note(ep)
-    labels = _options("sched", ("priority", "queue"))  # words bound now, not when a test formats them later
+    labels = predict.choices(
+        "ch9.sched", ("priority", "queue")
+    )  # words bound now, not when a test formats them later
     which = st.radio(
         t("ch9.sched_pick"),
         list(labels),
@@ -202,7 +200,7 @@ def little() -> None:
         state.say_no_server()
         return
     conc = st.slider(t("ch9.little_c"), 1, 8, 2, key="ch9_little_c")
-    options = _options("little", ("latency", "throughput", "both"))
+    options = predict.choices("ch9.little", ("latency", "throughput", "both"))
     predict.ask("ch9_little", t("ch9.little_predict", c=conc, c2=2 * conc), options)
     if st.button(t("ch9.little_run", c=conc, c2=2 * conc), type="primary", key="ch9_little_run"):
         _run(
@@ -250,7 +248,7 @@ def ensemble_speed() -> None:
     if ep is None:
         state.say_no_server()
         return
-    options = _options("ens", ("ensemble_faster", "similar", "chain_faster"))
+    options = predict.choices("ch9.ens", ("ensemble_faster", "similar", "chain_faster"))
     predict.ask("ch9_ens", t("ch9.ens_predict"), options)
     if st.button(t("ch9.ens_run"), type="primary", key="ch9_ens_run"):
         _run(

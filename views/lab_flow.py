@@ -33,6 +33,24 @@ def _recorded() -> dict:
     return {r.dag.name: r for r in flow.recorded()}
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _recorded_figures(model: str, lang: str, pacing: str):
+    """The recorded run's animation and Gantt: the same for every student, built once (about 0.3 s)."""
+    run = _recorded()[model]
+    return flow.animation(run, lang, pacing), flow.gantt(run, lang)
+
+
+def _figures(run, recorded: bool, lang: str, pacing: str):
+    """The animation and the Gantt of ``run``, built once per run, language and pacing (not on every rerun)."""
+    if recorded:
+        return _recorded_figures(run.dag.name, lang, pacing)
+    kept = st.session_state.get("flow_figures")
+    if kept is None or kept[0] is not run or kept[1] != (lang, pacing):  # `is`: kept[0] holds the run alive
+        kept = (run, (lang, pacing), (flow.animation(run, lang, pacing), flow.gantt(run, lang)))
+        st.session_state["flow_figures"] = kept
+    return kept[2]
+
+
 names = _ensembles()
 default = state.selected_model() if state.selected_model() in names else names[0]
 c1, c2, c3 = st.columns([2, 1, 2])
@@ -76,24 +94,24 @@ if st.button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_
             state.show_error(exc)  # no_control_api is a warning: a limit of that server, not a failure
 
 run = st.session_state.get("flow_run")
-if run is None or (run.dag.name != model and not run.edited):
+recorded = run is None or (run.dag.name != model and not run.edited)
+if recorded:
     run = _recorded().get(model)
     if ep is None:
         st.info(t("lab_flow.replay_recorded"))
 if run is not None:
+    animation, gantt = _figures(run, recorded, state.lang(), pacing)
     left, right = st.columns([3, 2])
     with left:
         # no plotly toolbar: it covered the chart titles on hover (drag still zooms, a double click resets)
         st.plotly_chart(
-            flow.animation(run, state.lang(), pacing),
+            animation,
             key="flow_anim",
             width="stretch",
             config={"displayModeBar": False},
         )
     with right:
-        st.plotly_chart(
-            flow.gantt(run, state.lang()), key="flow_gantt", width="stretch", config={"displayModeBar": False}
-        )
+        st.plotly_chart(gantt, key="flow_gantt", width="stretch", config={"displayModeBar": False})
     st.caption(t(f"lab_flow.source_{run.source}"))
     errors.show_details([run.timeline.note] if run.timeline.note else [])
 
