@@ -39,6 +39,23 @@ def test_a_new_subcommand_is_one_function(monkeypatch, capsys):
     )
 
 
+def test_ctrl_c_stops_with_a_line_not_a_traceback(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_SUBCOMMANDS", list(cli._SUBCOMMANDS))
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    @cli.subcommand
+    def add_wait_parser(subparsers):
+        p = subparsers.add_parser("wait", help="wait for Ctrl-C")
+        p.set_defaults(func=interrupted)
+        return p
+
+    assert cli.main(["wait"]) == 130
+    err = capsys.readouterr().err
+    assert err == "stopped (Ctrl-C)\n" and "Traceback" not in err
+
+
 def test_old_import_paths_keep_working():
     from triton_kitchen import budget, fairness, perf_analyzer
     from triton_kitchen.__main__ import main

@@ -557,3 +557,6 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (each command has already cleaned up)
+        print("stopped (Ctrl-C)", file=sys.stderr)
+        return 130
