@@ -496,6 +496,32 @@ def test_every_code_the_library_raises_has_its_own_message():
     assert not generic, generic
 
 
+def _run_button_page():
+    import streamlit as st
+
+    from ui import state
+
+    off = st.session_state.get("off", False)
+    st.session_state["plain"] = st.button("plain", key="b1", disabled=off)
+    st.session_state["guarded"] = state.run_button("guarded", key="b2", disabled=off)
+
+
+def test_a_click_that_arrives_after_the_button_was_disabled_runs_nothing():
+    """A click made while the button was enabled arrives with the next run; when that run draws it disabled
+    (the server went away meanwhile), st.button still says True: run_button does not."""
+    at = AppTest.from_function(_run_button_page)
+    at.run()
+    at.button(key="b1").click()
+    at.button(key="b2").click()
+    at.session_state["off"] = True  # this run finds the server gone
+    at.run()
+    assert at.session_state["plain"] is True  # Streamlit's own button: the trap
+    assert at.session_state["guarded"] is False
+    at.session_state["off"] = False
+    at.button(key="b2").click().run()
+    assert at.session_state["guarded"] is True
+
+
 def _error_page():
     from ui.errors import show_error
 

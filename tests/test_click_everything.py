@@ -430,7 +430,9 @@ def _ch7_mistakes(page, visit: Visit) -> None:
 AFTER = {"ch7_run": _ch7_mistakes}
 
 
-HEAVY = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run"})  # load tests
+# load tests: only those in a pass's Scope.heavy run; the batching lab's offered-load sweep (six points, no
+# smaller setting) in none: tests/test_batching_why.py runs it through AppTest
+HEAVY = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run", "why_load_run"})
 SHARED = {"_source": "the image picker"}  # one component on many pages: its options are cycled once per pass
 
 
@@ -442,7 +444,7 @@ class Scope:
     # runs the same code; the banks' text is checked in both languages by test_lessons
     quiz_questions: int = 1
     options: bool = True  # every option of radios and segmented controls, and toggles
-    heavy: frozenset = HEAVY  # the load tests that run (at their smallest settings)
+    heavy: frozenset = HEAVY - {"why_load_run"}  # the load tests that run (at their smallest settings)
     buttons: bool = True  # False: only tabs and expanders (and the quiz): the page's text, not its runs
 
 
@@ -841,9 +843,10 @@ def test_click_everything_en_after_restarts(en_pass):
     run.report(not_live)
 
 
-# Pages that do nothing differently on a remote server (no repository, trace, shared-memory, metrics or
-# statistics-only path): the embedded passes cover them
-SAME_ON_A_REMOTE = frozenset({"", "ch1", "ch4", "ch5", "ch6", "ch7", "lab-break"})
+# Pages whose buttons, tabs and expanders do nothing differently on a remote server (no repository, trace,
+# metrics or statistics-only path; the protocol lab's shared-memory choice is an option, not pressed here): the
+# embedded passes cover them
+SAME_ON_A_REMOTE = frozenset({"", "ch1", "ch4", "ch5", "ch6", "ch7", "lab-break", "lab-protocols"})
 
 
 def _remote(browser, url: str) -> Pass:

@@ -168,7 +168,7 @@ def _shoot_elements(page, selector: str, name: str) -> int:
     return found.count()
 
 
-@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("lang", ["zh"])  # the stylesheet is the same in English (AppTest checks it there)
 def test_projector_mode_at_1024x768(app_url, browser, lang):
     SHOTS.mkdir(parents=True, exist_ok=True)
     plain = _open(browser, f"{app_url}/ch3?lang={lang}")
@@ -197,9 +197,6 @@ def test_projector_mode_at_1024x768(app_url, browser, lang):
     _settle(page)
     assert "present=1" in page.url
     assert not page.locator('[data-testid="stSidebar"]').is_visible()
-    if lang == "en":  # the lab's run and its plot: once, in Chinese (the drawing is the same)
-        page.close()
-        return
     page.wait_for_selector(".st-key-batch_run button:enabled", timeout=180000)  # once the server is up
     _settle(page)
     for slider in ("batch_d",):  # the shortest run the lab offers: the plot is what is looked at

@@ -50,7 +50,7 @@ def _service() -> tuple[simulator.ServiceModel, bool]:
 
 def _calibrate_button() -> None:
     ep = state.endpoint()
-    if not st.button(t("toy.calibrate"), key="toy_calibrate", disabled=ep is None):
+    if not state.run_button(t("toy.calibrate"), key="toy_calibrate", disabled=ep is None):
         return
     with st.spinner(t("toy.calibrating")):
         try:

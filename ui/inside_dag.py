@@ -80,11 +80,11 @@ def inside_view(
         image = sample_jpeg(SAMPLE_PHOTOS[0])
     payload = inside_dag.NOT_AN_IMAGE if source == "text" else image
     b1, b2 = st.columns(2)
-    one = b1.button(
-        t("inside.send"), key=f"{key}_send", type="primary", disabled=ep is None or payload is None
+    one = state.run_button(
+        t("inside.send"), where=b1, key=f"{key}_send", type="primary", disabled=ep is None or payload is None
     )
-    many = b2.button(
-        t("inside.send_n", n=SEND_N), key=f"{key}_send_n", disabled=ep is None or payload is None
+    many = state.run_button(
+        t("inside.send_n", n=SEND_N), where=b2, key=f"{key}_send_n", disabled=ep is None or payload is None
     )
     if ep is None:
         st.caption(t("inside.no_server"))

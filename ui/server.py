@@ -226,6 +226,13 @@ def endpoint() -> Endpoint | None:
     return ep
 
 
+def run_button(label: str, *, where=None, disabled: bool = False, **kwargs) -> bool:
+    """``st.button`` (in ``where``, a column say) that is never True while drawn disabled: a click made while
+    it was enabled still arrives with the next run, also when that run found the server gone and disabled it
+    (the page would then run its work against no endpoint)."""
+    return bool((where or st).button(label, disabled=disabled, **kwargs)) and not disabled
+
+
 def say_no_server() -> None:
     """Why a page that needs a server cannot run now: starting or restarting (it comes back by itself),
     or no server at all (an error that says what to do, for the mode the sidebar is in)."""

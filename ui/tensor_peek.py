@@ -24,7 +24,7 @@ def peek_view(model: str, key: str, image: bytes | None, protocol: str = "grpc",
     ep = state.endpoint()
     if not inside_dag.takes_bytes(dag):
         st.caption(t("peek.bytes_only", model=model))
-    if st.button(t("peek.send"), key=f"{key}_peek", disabled=ep is None or image is None):
+    if state.run_button(t("peek.send"), key=f"{key}_peek", disabled=ep is None or image is None):
         with st.spinner(t("peek.sending")):
             try:
                 arrays = inside_dag.input_arrays(dag, image)

@@ -96,7 +96,7 @@ def order_a_meal() -> None:
         ep = state.endpoint()
         options = {k: t(f"ch1.count_{k}") for k in ("one", "three", "four")}
         predict.ask("ch1_count", t("ch1.count_predict"), options)
-        clicked = st.button(
+        clicked = state.run_button(
             t("classify.button"), key="ch1_classify", type="primary", disabled=image is None or ep is None
         )
     with right:

@@ -66,7 +66,9 @@ def cascade() -> None:
     ep = state.endpoint()
     options = {k: t(f"ch3.fine_{k}") for k in ("both", "ensemble_only", "bls_only", "neither")}
     predict.ask("ch3_fine", t("ch3.fine_predict"), options)
-    if st.button(t("ch3.compare"), key="ch3_compare", type="primary", disabled=image is None or ep is None):
+    if state.run_button(
+        t("ch3.compare"), key="ch3_compare", type="primary", disabled=image is None or ep is None
+    ):
         predict.lock("ch3_fine")
         results = {}
         for model in (catalog.CASCADE_ENSEMBLE, catalog.CASCADE_BLS):

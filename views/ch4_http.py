@@ -91,7 +91,7 @@ def request_viewer() -> None:
             _request_block(plain, ep)
     options = {k: t(f"ch4.form_{k}") for k in ("json", "binary")}
     predict.ask("ch4_form", t("ch4.form_predict"), options)
-    if st.button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
+    if state.run_button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
         predict.lock("ch4_form")
         try:
             st.session_state["ch4_response"] = (model, rv.send_http(ep, binary))

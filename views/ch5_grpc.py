@@ -67,7 +67,7 @@ def streaming() -> None:
     ep = state.endpoint()
     options = {k: t(f"ch5.arrive_{k}") for k in ("early", "end")}
     predict.ask("ch5_arrive", t("ch5.arrive_predict"), options)
-    if st.button(
+    if state.run_button(
         t("ch5.stream_run"), key="ch5_stream", type="primary", disabled=ep is None or not text.strip()
     ):
         predict.lock("ch5_arrive")

@@ -27,7 +27,9 @@ def sse_vs_grpc() -> None:
     ep = state.endpoint()
     options = {k: t(f"ch6.first_{k}") for k in ("sse", "same", "grpc")}
     predict.ask("ch6_first", t("ch6.first_predict"), options)
-    if st.button(t("ch6.stream_run"), key="ch6_run", type="primary", disabled=ep is None or not text.strip()):
+    if state.run_button(
+        t("ch6.stream_run"), key="ch6_run", type="primary", disabled=ep is None or not text.strip()
+    ):
         predict.lock("ch6_first")
         st.session_state["ch6_runs"] = [stream_sse(ep, text, 40), stream_grpc(ep, text, 40)]
     runs = st.session_state.get("ch6_runs")

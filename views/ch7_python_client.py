@@ -25,7 +25,7 @@ def demo() -> None:
     )
     options = {k: t(f"ch7.out_{k}") for k in ("one_hot", "probabilities", "other")}
     predict.ask("ch7_out", t("ch7.out_predict"), options)
-    if st.button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
+    if state.run_button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
         predict.lock("ch7_out")
         st.session_state["ch7_runs"] = [run_tutorial(ep, p, image, mistake) for p in ("http", "grpc")]
     runs = st.session_state.get("ch7_runs")

@@ -72,7 +72,7 @@ def _speed() -> None:
     ep = state.endpoint()
     options = {k: t(f"ch8.m4_{k}") for k in ("grpc_2x", "close", "http_2x")}
     predict.ask("ch8_speed", t("ch8.m4_predict"), options)
-    if st.button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
+    if state.run_button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
         predict.lock("ch8_speed")
         with st.spinner(t("ch8.m4_running")):
             st.session_state["ch8_speed_result"] = quick_protocol_check(
@@ -100,7 +100,7 @@ def _speed() -> None:
 
 def _sse() -> None:
     ep = state.endpoint()
-    if st.button(t("ch8.m5_run"), key="ch8_sse", disabled=ep is None):
+    if state.run_button(t("ch8.m5_run"), key="ch8_sse", disabled=ep is None):
         st.session_state["ch8_sse_result"] = stream_sse(ep, t("ch5.stream_default"), 30)
     run = st.session_state.get("ch8_sse_result")
     if run:
@@ -117,7 +117,7 @@ def _sse() -> None:
 
 def _cascade() -> None:
     ep = state.endpoint()
-    if st.button(t("ch8.m6_run"), key="ch8_cascade", disabled=ep is None):
+    if state.run_button(t("ch8.m6_run"), key="ch8_cascade", disabled=ep is None):
         rows = []
         for photo in ("chelsea", "coffee", "rocket"):
             for model in ("cascade_ensemble", "cascade_bls"):

@@ -54,7 +54,7 @@ tabs = st.tabs([t(f"lab_break.case_{case}") for case in breakit.CASES])
 for tab, case in zip(tabs, breakit.CASES, strict=True):
     with tab:
         st.markdown(t(f"lab_break.{case}_why"))
-        if st.button(t("lab_break.run"), key=f"break_{case}", type="primary", disabled=ep is None):
+        if state.run_button(t("lab_break.run"), key=f"break_{case}", type="primary", disabled=ep is None):
             with st.spinner(t("lab_break.running")):
                 try:
                     result = state.lab_run(1, lambda c=case: breakit.run_case(ep, c))

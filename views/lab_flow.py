@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import catalog, experiments, flow, kserve
+from triton_kitchen import catalog, experiments, flow
 from triton_kitchen.server import DEFAULT_REPOSITORY
 from ui import errors, state, tables
 from ui.image_picker import pick_image
@@ -67,11 +67,10 @@ protocol = c2.radio(
 pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
 pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
 image = pick_image("flow")
+# None when this run's status check found nobody *live* there (not "ready": with strict readiness one unloaded
+# model, a batching-lab reload, makes the server "not ready" while it answers every other model): the recorded
+# trace is replayed then. One check per run, the sidebar's: a second probe could disagree with it under load.
 ep = state.endpoint()
-# *live*, not ready: with strict readiness one unloaded model (a batching-lab reload) makes the server
-# "not ready" while it answers every other model
-if ep is not None and not kserve.live(ep, timeout=1.0):
-    ep = None  # nobody answers there: replay the recorded trace
 
 with st.expander(t("lab_flow.edit_title")):
     edited = st.text_area(
@@ -80,9 +79,12 @@ with st.expander(t("lab_flow.edit_title")):
         height=260,
         key=f"flow_edit_{model}",
     )
-    send_edit = st.button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
+    send_edit = state.run_button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
 
-if st.button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_send") or send_edit:
+clicked = (
+    state.run_button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_send") or send_edit
+)
+if clicked:
     with st.spinner(t("lab_flow.sending")):
         try:
             if send_edit:
@@ -139,7 +141,7 @@ tabs = st.tabs(
 if tabs[0].open:  # lazy: only the open tab is drawn
     with tabs[0]:
         st.caption(t("lab_flow.exp_chaining_help"))
-        if st.button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
+        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
             with st.spinner("…"):
                 _kept(
                     "exp_chain_result",
@@ -181,7 +183,7 @@ if tabs[0].open:  # lazy: only the open tab is drawn
 if tabs[1].open:  # lazy: only the open tab is drawn
     with tabs[1]:
         st.caption(t("lab_flow.exp_parallel_help"))
-        if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
+        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
             with st.spinner("…"):
                 _kept(
                     "exp_par_result",
@@ -210,7 +212,7 @@ if tabs[1].open:  # lazy: only the open tab is drawn
 if tabs[2].open:  # lazy: only the open tab is drawn
     with tabs[2]:
         st.caption(t("lab_flow.exp_cascade_help"))
-        if st.button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
+        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
             from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
 
             photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
@@ -238,7 +240,7 @@ if tabs[2].open:  # lazy: only the open tab is drawn
 if tabs[3].open:  # lazy: only the open tab is drawn
     with tabs[3]:
         st.caption(t("lab_flow.exp_batching_help"))
-        if st.button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
+        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
             with st.spinner("…"):
                 _kept(
                     "exp_q_result",
