@@ -50,6 +50,9 @@ __all__ = [
 ]
 
 PROBE_TIMEOUT_S = 1.0  # a remote server that has not answered by then is reported as unreachable
+# The embedded server's process is ours and known to run (a dead one refuses at once, and the supervisor
+# notices): a slow answer from it means a busy machine, not a gone server, so it gets longer
+EMBEDDED_PROBE_TIMEOUT_S = 3.0
 _PROBE_TTL_S = 1.0  # one probe per URL and second for the whole app, however many sessions poll
 DEAD_PROBE_TTL_S = 3.0  # a server that did not answer is asked again after this long, not on every run
 AUTO_RESTART_ENV = "TRITON_KITCHEN_AUTO_RESTART"
@@ -195,7 +198,7 @@ def _measure(ep: Endpoint | None) -> ServerStatus | None:
         return None
     if not ep.embedded and not probe(ep.http_url):
         return ServerStatus(up=False, url=ep.http_url, error=f"no answer within {PROBE_TIMEOUT_S:g} s")
-    return server_status(ep, timeout=PROBE_TIMEOUT_S)
+    return server_status(ep, timeout=EMBEDDED_PROBE_TIMEOUT_S if ep.embedded else PROBE_TIMEOUT_S)
 
 
 def status() -> ServerStatus | None:
