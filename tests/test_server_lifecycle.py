@@ -162,6 +162,33 @@ def test_taken_port_is_replaced_and_reported(tiny_repo):
             assert probe_kserve(srv.http_url)
 
 
+def test_another_servers_answer_on_our_ports_is_not_our_start(tiny_repo, monkeypatch):
+    """Two apps started at the same moment can both find 8000 free; the one that binds second exits. That try
+    must not be called ready because the other server answers on the port (the English click pass met a server
+    that was "up", then "stopped 1 s ago"); the start tries again on ports it chooses anew, and says so."""
+    with EmbeddedServer(tiny_repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False) as first:
+        ports = {f"{name}_port": port for name, port in first.ports.items()}  # the same ports asked for
+        second = EmbeddedServer(tiny_repo, **ports, build_models=False)
+        choose, tries = second._choose_ports, []
+
+        def same_ports_first() -> None:  # the first try: as if both had checked the ports before either bound
+            tries.append(1)
+            if len(tries) > 1:
+                return choose()
+            second.ports, second.port_notes = dict(first.ports), []
+
+        monkeypatch.setattr(second, "_choose_ports", same_ports_first)
+        try:
+            second.start(timeout=60)
+            assert len(tries) == 2  # the first try failed, not called ready on the other's answer
+            assert second.ports["http"] != first.ports["http"] and second.running
+            assert any(str(first.ports["http"]) in note for note in second.port_notes)  # and it says so
+            assert second._answers_with_our_key() and probe_kserve(second.http_url)
+        finally:
+            second.stop()
+        assert probe_kserve(first.http_url)  # the first one never noticed
+
+
 def test_failed_start_quotes_the_log(tmp_path):
     repo = tmp_path / "broken"
     (repo / "bad" / "1").mkdir(parents=True)

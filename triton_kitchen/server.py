@@ -37,6 +37,11 @@ LEGACY_RUN_AGE_S = (
 )  # a run folder without an owner file (older versions) this long untouched is stale
 
 
+PORT_TAKEN_MEANWHILE = (
+    "already in use"  # Triton's log when a port it was given is bound by then: "Socket ... already in use"
+)
+
+
 class ServerStartError(KitchenError):
     """The embedded server did not become ready; the message quotes the tail of its log. ``aborted``: it
     was killed by a signal during start-up (a crash, not a refused configuration)."""
@@ -275,7 +280,8 @@ class EmbeddedServer:
     def start(self, timeout: float = 60.0) -> Endpoint:
         """Start the server and wait until it is ready; raise ServerStartError with the log tail if not.
         A server aborted during start-up gets one more try (a log it wrote is kept as ``.log.previous``): Triton's python
-        backend can abort on a busy machine (boost::interprocess::lock_exception, triton-inference-server#8882)."""
+        backend can abort on a busy machine (boost::interprocess::lock_exception, triton-inference-server#8882). So
+        does one whose port was taken between our check and its bind (another app's Triton starting at that moment)."""
         with self._lock:
             if self.running:
                 return self.endpoint
@@ -283,9 +289,9 @@ class EmbeddedServer:
             try:
                 endpoint = self._start(timeout)
             except ServerStartError as exc:
-                if not exc.aborted:
+                if not (exc.aborted or PORT_TAKEN_MEANWHILE in str(exc)):
                     raise
-                endpoint = self._start(timeout)
+                endpoint = self._start(timeout)  # chooses its ports again: taken ones are replaced, and said
             self._started_once = True
             return endpoint
 
@@ -347,15 +353,27 @@ class EmbeddedServer:
                 self._stop_process()
                 # the supervisor exits with tritonserver's status; a signal shows as negative or 128+N
                 raise self._failure("tritonserver exited during start-up:", aborted=rc < 0 or rc > 128)
-            # the metrics service starts a moment after HTTP: wait for both, so a first scrape finds it
-            if probe_kserve(self.http_url, timeout=0.5) and not port_is_free(
-                self.ports["metrics"], self.host
+            # the metrics service starts a moment after HTTP: wait for both, so a first scrape finds it; and the
+            # server answering must be this one (another app's Triton, started at the same moment, may have
+            # taken the ports between our check and our bind: then ours exits and must not be called ready)
+            if (
+                probe_kserve(self.http_url, timeout=0.5)
+                and not port_is_free(self.ports["metrics"], self.host)
+                and self._answers_with_our_key()
             ):
                 self.startup_seconds = time.monotonic() - t0
                 return self.endpoint
             time.sleep(0.1)
         self._stop_process()  # the log stays for the message (and the folder until stop())
         raise self._failure(f"tritonserver was not ready after {timeout:.0f} s:")
+
+    def _answers_with_our_key(self) -> bool:
+        """The server on our HTTP port accepts this server's repository key (only the process we started has it)."""
+        try:
+            kserve.repository_index(self.endpoint, headers=self.repo_key, timeout=1.0)
+        except kserve.KServeError:
+            return False
+        return True
 
     @property
     def running(self) -> bool:
