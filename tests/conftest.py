@@ -88,16 +88,6 @@ def switch_page(at, page: str, open_boxes: bool = True):
     return at
 
 
-def open_tab(at, key: str, label_key: str, lang: str, run: bool = True):
-    """Open the lazy tab (``st.tabs(key=..., on_change="rerun")``) labelled ``label_key``, as a click on it
-    does: its widgets are drawn only while it is open. AppTest does not send a tab's state back on the next
-    run (a browser does), so a test opens it again (``run=False``) before each run that needs it."""
-    from triton_kitchen import lessons
-
-    at.session_state[key] = lessons.t(label_key, lang)
-    return at.run() if run else at
-
-
 def open_app_page(page: str, lang: str, timeout: float = 180):
     """app.py on ``page`` in ``lang`` through AppTest, every lesson box open, after one clean run."""
     from streamlit.testing.v1 import AppTest

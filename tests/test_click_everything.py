@@ -667,7 +667,7 @@ class InThread:
     """``work(browser)`` in a thread of its own, with its own Playwright and Chromium; ``result()`` waits."""
 
     def __init__(self, work) -> None:
-        self._value, self._error = None, None
+        self._value, self._error, self._collected = None, None, False
         self._thread = threading.Thread(target=self._run, args=(work,), daemon=True)
         self._thread.start()
 
@@ -687,7 +687,24 @@ class InThread:
     def join(self, timeout: float = 1800.0) -> None:
         self._thread.join(timeout)
 
+    def teardown(self, name: str) -> None:
+        """At the fixture's end: the pass must be over (its app stops next). If its test did not ask for its
+        result (deselected), what it found still surfaces, as a warning."""
+        self.join(600)
+        if self._thread.is_alive():
+            pytest.fail(f"the {name} pass still runs as its app stops")
+        if not self._collected:
+            import warnings
+
+            run = (
+                self._value[0] if isinstance(self._value, tuple) else self._value
+            )  # English: (pass, sources)
+            found = self._error or getattr(run, "problems", None)
+            if found:
+                warnings.warn(f"the {name} pass, whose test did not run, found: {found}", stacklevel=1)
+
     def result(self, timeout: float = 1800.0):
+        self._collected = True
         self.join(timeout)
         assert not self._thread.is_alive(), f"the pass still runs after {timeout:.0f} s"
         if self._error is not None:
@@ -710,7 +727,7 @@ def en_pass():
     with conftest.streamlit_app(EMBEDDED, log_name="streamlit-click-en.log") as (url, proc):
         running = InThread(lambda browser: _english(browser, url, proc))
         yield running
-        running.join()  # never leave it running past its app (its test reports what it found)
+        running.teardown("English")
 
 
 @pytest.fixture(scope="module")
@@ -720,7 +737,7 @@ def remote_pass(server):
     with conftest.streamlit_app(env, log_name="streamlit-click-remote.log") as (url, _proc):
         running = InThread(lambda browser: _remote(browser, url))
         yield running
-        running.join()
+        running.teardown("remote")
 
 
 # The longest pages are pressed in full in English instead: the two passes run at once, so they share them out.

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import open_tab, switch_page
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import batching, bench, fairness, lessons
@@ -348,9 +348,7 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     switch_page(at, "views/lab_protocols.py")
     at.run()
     at.text_input(key="proto_other").set_value("classifier").run()
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "en")
     with fairness.LAB_BUDGET.hold(fairness.LAB_BUDGET.total):  # another student's run holds it all
-        open_tab(at, "proto_tabs", "lab_protocols.tab_load", "en", run=False)
         at.button(key="proto_load_run").click().run()
     assert not at.exception
     busy = lessons.t(

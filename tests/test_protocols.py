@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import open_tab, switch_page
+from conftest import switch_page
 
 from triton_kitchen import protocols as P
 
@@ -234,8 +234,6 @@ def test_protocol_lab_page(server, monkeypatch, lang):
         lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")
     ]
     assert at.get("plotly_chart") and at.dataframe
-    open_tab(at, "proto_tabs", "lab_protocols.tab_stream", lang)
-    open_tab(at, "proto_tabs", "lab_protocols.tab_stream", lang, run=False)
     at.button(key="proto_stream_run").click().run()
     assert not at.exception and not at.error
     assert len(at.metric) >= 2
@@ -245,10 +243,8 @@ def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeyp
     from triton_kitchen import lessons
 
     at = _lab(server, monkeypatch, "views/lab_protocols.py", "en")
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "en")
     at.slider(key="proto_load_d").set_value(1)
     at.slider(key="proto_load_c").set_value(1)
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "en", run=False)
     at.button(key="proto_load_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     results = at.session_state["proto_load"]

@@ -6,7 +6,7 @@ shared-memory protocols on the embedded server."""
 from __future__ import annotations
 
 import pytest
-from conftest import open_tab, switch_page
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import kserve, lessons
@@ -47,14 +47,12 @@ def test_the_protocol_lab_runs_the_shared_memory_protocols(embedded):
     at = AppTest.from_file("app.py", default_timeout=120)
     at.query_params["lang"] = "zh"
     switch_page(at, "views/lab_protocols.py").run()
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "zh")
     choice = at.multiselect(key="proto_load_protocols")
     offered = {lessons.t(f"protocol.{p}", "zh") for p in ("http-shm", "grpc-shm")}  # options as labelled
     assert offered <= set(choice.options) and "grpc-shm" not in choice.value
     choice.set_value(["grpc", "grpc-shm"])
     at.slider(key="proto_load_d").set_value(1)
     at.slider(key="proto_load_c").set_value(1)
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "zh", run=False)
     at.button(key="proto_load_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     grpc, shm = at.session_state["proto_load"]

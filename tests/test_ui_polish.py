@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import conftest
 import pytest
-from conftest import open_tab, switch_page
+from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import batching as Bt
@@ -164,10 +164,7 @@ def test_protocol_lab_tables_are_for_people(remote):
         _bench("grpc", 0.0, None),
     ]
     at = page("views/lab_protocols.py", state={"proto_load": results, "proto_sweep": results})
-    tables = []
-    for tab in ("tab_load", "tab_sweep"):  # lazy tabs: one table each, drawn while its tab is open
-        open_tab(at, "proto_tabs", f"lab_protocols.{tab}", "zh")
-        tables += frames(at)
+    tables = frames(at)
     assert len(tables) == 2
     for table in tables:
         assert_human_table(table)
@@ -182,10 +179,8 @@ def test_protocol_lab_progress_bars_say_their_protocol(remote):
     at.query_params["lang"] = "zh"
     switch_page(at, "views/lab_protocols.py")
     at.run()
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "zh")
     at.slider(key="proto_load_d").set_value(1)
     at.slider(key="proto_load_c").set_value(1)
-    open_tab(at, "proto_tabs", "lab_protocols.tab_load", "zh", run=False)
     at.button(key="proto_load_run").click().run()
     assert not at.exception
     bars = [p.proto.text for p in at.get("progress")]

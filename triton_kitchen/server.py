@@ -353,12 +353,13 @@ class EmbeddedServer:
                 self._stop_process()
                 # the supervisor exits with tritonserver's status; a signal shows as negative or 128+N
                 raise self._failure("tritonserver exited during start-up:", aborted=rc < 0 or rc > 128)
-            # the metrics service starts a moment after HTTP: wait for both, so a first scrape finds it; and the
-            # server answering must be this one (another app's Triton, started at the same moment, may have
-            # taken the ports between our check and our bind: then ours exits and must not be called ready)
+            # the metrics service starts a moment after HTTP: wait for both, so a first scrape finds it; and both
+            # must be this server's (another app's Triton, started at the same moment, may have taken a port
+            # between our check and our bind: then ours exits and must not be called ready): our log says our
+            # metrics service started, and the server on our HTTP port takes our repository key
             if (
                 probe_kserve(self.http_url, timeout=0.5)
-                and not port_is_free(self.ports["metrics"], self.host)
+                and self._metrics_started()
                 and self._answers_with_our_key()
             ):
                 self.startup_seconds = time.monotonic() - t0
@@ -366,6 +367,16 @@ class EmbeddedServer:
             time.sleep(0.1)
         self._stop_process()  # the log stays for the message (and the folder until stop())
         raise self._failure(f"tritonserver was not ready after {timeout:.0f} s:")
+
+    def _metrics_started(self) -> bool:
+        """Our tritonserver's log says its metrics service listens on our metrics port (Triton starts it last)."""
+        try:
+            log = self.log_file.read_text(errors="replace")
+        except OSError:
+            return False
+        return (
+            f"Started Metrics Service at {self.host}:{self.ports['metrics']}" in log
+        )  # --metrics-address=host
 
     def _answers_with_our_key(self) -> bool:
         """The server on our HTTP port accepts this server's repository key (only the process we started has it)."""

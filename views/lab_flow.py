@@ -17,7 +17,6 @@ st.title(t("lab_flow.title"))
 st.caption(t("lab_flow.intro"))
 
 
-@st.cache_data(show_spinner=False)
 def _kept(key: str, result) -> None:
     """Keep an experiment's result, unless the class's lab budget was taken (the page said so)."""
     if result is not state.BUSY:
@@ -33,9 +32,10 @@ def _recorded() -> dict:
     return {r.dag.name: r for r in flow.recorded()}
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_resource(show_spinner=False, max_entries=64)
 def _recorded_figures(model: str, lang: str, pacing: str):
-    """The recorded run's animation and Gantt: the same for every student, built once (about 0.3 s)."""
+    """The recorded run's animation and Gantt: the same for every student, built once (about 0.3 s). One shared
+    object, not a copy per call (st.plotly_chart only reads a figure; unpickling a copy cost half a build)."""
     run = _recorded()[model]
     return flow.animation(run, lang, pacing), flow.gantt(run, lang)
 
@@ -134,129 +134,119 @@ tabs = st.tabs(
         t("lab_flow.exp_parallel"),
         t("lab_flow.exp_cascade"),
         t("lab_flow.exp_batching"),
-    ],
-    key="flow_exp_tabs",
-    on_change="rerun",  # a fresh tab draws the first experiment's widgets, not all four
+    ]
 )
-if tabs[0].open:  # lazy: only the open tab is drawn
-    with tabs[0]:
-        st.caption(t("lab_flow.exp_chaining_help"))
-        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
-            with st.spinner("…"):
-                _kept(
-                    "exp_chain_result",
-                    state.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)),
-                )
-        res = st.session_state.get("exp_chain_result")
-        if res is not None:
-            import plotly.graph_objects as go
+with tabs[0]:
+    st.caption(t("lab_flow.exp_chaining_help"))
+    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
+        with st.spinner("…"):
+            _kept(
+                "exp_chain_result",
+                state.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)),
+            )
+    res = st.session_state.get("exp_chain_result")
+    if res is not None:
+        import plotly.graph_objects as go
 
-            cols = st.columns(2)
-            for col, metric, title in (
-                (cols[0], lambda r: r.median_ms, t("lab_flow.col_median_ms")),
-                (cols[1], lambda r: r.wire_bytes / 1000, t("lab_flow.col_wire_kb")),
-            ):
-                fig = go.Figure()
-                for mode in ("ensemble", "chain"):
-                    rows = [r for r in res.rows if r.mode == mode]
-                    fig.add_bar(
-                        x=[state.protocol_label(r.protocol) for r in rows],
-                        y=[metric(r) for r in rows],
-                        name=t(f"lab_flow.mode_{mode}"),
-                    )
-                fig.update_layout(title=title, barmode="group", height=320, margin={"t": 40, "b": 10})
-                col.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
-            tables.show(
-                [
-                    {
-                        t("lab_flow.col_protocol"): state.protocol_label(r.protocol),
-                        t("lab_flow.col_mode"): t(f"lab_flow.mode_{r.mode}"),
-                        t("lab_flow.col_round_trips"): r.round_trips,
-                        t("lab_flow.col_median_ms"): r.median_ms,
-                        t("lab_flow.col_wire_kb"): r.wire_bytes / 1000,
-                        t("lab_flow.col_payload_kb"): r.payload_bytes / 1000,
-                    }
-                    for r in res.rows
-                ],
-                decimals={t("lab_flow.col_median_ms"): 2},
+        cols = st.columns(2)
+        for col, metric, title in (
+            (cols[0], lambda r: r.median_ms, t("lab_flow.col_median_ms")),
+            (cols[1], lambda r: r.wire_bytes / 1000, t("lab_flow.col_wire_kb")),
+        ):
+            fig = go.Figure()
+            for mode in ("ensemble", "chain"):
+                rows = [r for r in res.rows if r.mode == mode]
+                fig.add_bar(
+                    x=[state.protocol_label(r.protocol) for r in rows],
+                    y=[metric(r) for r in rows],
+                    name=t(f"lab_flow.mode_{mode}"),
+                )
+            fig.update_layout(title=title, barmode="group", height=320, margin={"t": 40, "b": 10})
+            col.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        tables.show(
+            [
+                {
+                    t("lab_flow.col_protocol"): state.protocol_label(r.protocol),
+                    t("lab_flow.col_mode"): t(f"lab_flow.mode_{r.mode}"),
+                    t("lab_flow.col_round_trips"): r.round_trips,
+                    t("lab_flow.col_median_ms"): r.median_ms,
+                    t("lab_flow.col_wire_kb"): r.wire_bytes / 1000,
+                    t("lab_flow.col_payload_kb"): r.payload_bytes / 1000,
+                }
+                for r in res.rows
+            ],
+            decimals={t("lab_flow.col_median_ms"): 2},
+        )
+with tabs[1]:
+    st.caption(t("lab_flow.exp_parallel_help"))
+    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
+        with st.spinner("…"):
+            _kept(
+                "exp_par_result",
+                state.lab_run(2, lambda: experiments.parallel_branches(ep, image, repeats=3, budget_s=20)),
             )
-if tabs[1].open:  # lazy: only the open tab is drawn
-    with tabs[1]:
-        st.caption(t("lab_flow.exp_parallel_help"))
-        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
-            with st.spinner("…"):
-                _kept(
-                    "exp_par_result",
-                    state.lab_run(
-                        2, lambda: experiments.parallel_branches(ep, image, repeats=3, budget_s=20)
-                    ),
-                )
-        res = st.session_state.get("exp_par_result")
-        if res is not None:
-            d = res.to_dict()
-            st.markdown(
-                t(
-                    "lab_flow.par_summary",
-                    ens=d["ensemble_ms_median"],
-                    overlap=d["overlap_ms_median"],
-                    compute=d["compute_overlap_ms_median"],
-                    sum=d["sum_of_steps_ms_median"],
-                    seq=d["sequential_ms_median"],
-                )
+    res = st.session_state.get("exp_par_result")
+    if res is not None:
+        d = res.to_dict()
+        st.markdown(
+            t(
+                "lab_flow.par_summary",
+                ens=d["ensemble_ms_median"],
+                overlap=d["overlap_ms_median"],
+                compute=d["compute_overlap_ms_median"],
+                sum=d["sum_of_steps_ms_median"],
+                seq=d["sequential_ms_median"],
             )
-            if res.timelines:
-                st.plotly_chart(
-                    flow.gantt(flow.attach(_recorded()["tta_ensemble"].dag, res.timelines[-1]), state.lang()),
-                    width="stretch",
-                )
-if tabs[2].open:  # lazy: only the open tab is drawn
-    with tabs[2]:
-        st.caption(t("lab_flow.exp_cascade_help"))
-        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
-            from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
+        )
+        if res.timelines:
+            st.plotly_chart(
+                flow.gantt(flow.attach(_recorded()["tta_ensemble"].dag, res.timelines[-1]), state.lang()),
+                width="stretch",
+            )
+with tabs[2]:
+    st.caption(t("lab_flow.exp_cascade_help"))
+    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
+        from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
 
-            photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
-            with st.spinner("…"):
-                _kept(
-                    "exp_casc_result",
-                    state.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)),
-                )
-        rows = st.session_state.get("exp_casc_result")
-        if rows:
-            tables.show(
-                [
-                    {
-                        t("lab_flow.col_model"): r.model,
-                        t("lab_flow.col_requests"): r.requests,
-                        t("lab_flow.col_median_ms"): r.median_ms,
-                        t("lab_flow.col_stage_two"): r.fine_runs,
-                        t(
-                            "lab_flow.col_stage_used"
-                        ): f"{r.stage_used.get('1', 0)} / {r.stage_used.get('2', 0)}",
-                    }
-                    for r in rows
-                ],
+        photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
+        with st.spinner("…"):
+            _kept(
+                "exp_casc_result",
+                state.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)),
             )
-if tabs[3].open:  # lazy: only the open tab is drawn
-    with tabs[3]:
-        st.caption(t("lab_flow.exp_batching_help"))
-        if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
-            with st.spinner("…"):
-                _kept(
-                    "exp_q_result",
-                    state.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)),
-                )
-        for r in st.session_state.get("exp_q_result") or []:
-            st.markdown(
-                "- "
-                + t(
-                    "lab_flow.queue_summary",
-                    model=r.model,
-                    alone=min(r.alone_queue_ms),
-                    delay=f"{r.max_queue_delay_us} µs"
-                    if r.max_queue_delay_us is not None
-                    else t("lab_flow.no_delay"),
-                    burst=r.burst,
-                    batches=r.burst_batches,
-                )
+    rows = st.session_state.get("exp_casc_result")
+    if rows:
+        tables.show(
+            [
+                {
+                    t("lab_flow.col_model"): r.model,
+                    t("lab_flow.col_requests"): r.requests,
+                    t("lab_flow.col_median_ms"): r.median_ms,
+                    t("lab_flow.col_stage_two"): r.fine_runs,
+                    t("lab_flow.col_stage_used"): f"{r.stage_used.get('1', 0)} / {r.stage_used.get('2', 0)}",
+                }
+                for r in rows
+            ],
+        )
+with tabs[3]:
+    st.caption(t("lab_flow.exp_batching_help"))
+    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
+        with st.spinner("…"):
+            _kept(
+                "exp_q_result",
+                state.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)),
             )
+    for r in st.session_state.get("exp_q_result") or []:
+        st.markdown(
+            "- "
+            + t(
+                "lab_flow.queue_summary",
+                model=r.model,
+                alone=min(r.alone_queue_ms),
+                delay=f"{r.max_queue_delay_us} µs"
+                if r.max_queue_delay_us is not None
+                else t("lab_flow.no_delay"),
+                burst=r.burst,
+                batches=r.burst_batches,
+            )
+        )

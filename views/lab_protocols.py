@@ -84,90 +84,87 @@ tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = st.tabs(
         t("lab_protocols.tab_sweep"),
         t("lab_protocols.tab_check"),
         t("lab_protocols.tab_stream"),
-    ],
-    key="proto_tabs",
-    on_change="rerun",  # a fresh tab draws the first tab's widgets, not all five
+    ]
 )
 
 # -- side by side: same input, same result, payload and wire bytes --------------------------------
-if tab_bytes.open:  # lazy: only the open tab is drawn
-    with tab_bytes:
-        st.caption(t("lab_protocols.bytes_help"))
-        if st.button(t("lab_protocols.run_bytes"), type="primary", key="proto_bytes_run"):
-            with st.spinner(t("lab_protocols.running")):
-                try:
-                    info, arrays = _inputs()
-                    st.session_state["proto_cmp"] = protocols.compare_protocols(
-                        ep, model, arrays, calls=5, compression=compression
-                    )
-                except protocols.ProtocolError as exc:
-                    _error(exc)
-        cmp_ = st.session_state.get("proto_cmp")
-        if cmp_ is not None:
-            if cmp_.same_result:
-                st.success(t("lab_protocols.same_result", model=cmp_.model))
-            else:
-                st.error(t("lab_protocols.different_result", protocols=", ".join(cmp_.disagreements)))
-            rows = cmp_.to_dicts()
-            tables.show(
-                [
-                    {
-                        t("lab_protocols.col_protocol"): protocol_label(r["protocol"]),
-                        t("lab_protocols.col_req_payload"): r["request_bytes"],
-                        t("lab_protocols.col_resp_payload"): r["response_bytes"],
-                        t("lab_protocols.col_wire_sent"): round(r["wire_sent_per_call"]),
-                        t("lab_protocols.col_wire_received"): round(r["wire_received_per_call"]),
-                        t("lab_protocols.col_first_call"): r["wire_first_call_sent"]
-                        + r["wire_first_call_received"],
-                        t("lab_protocols.col_median_ms"): r["latency_ms_median"],
-                    }
-                    for r in rows
-                ],
-                decimals={t("lab_protocols.col_median_ms"): 2},
-            )
-            fig = go.Figure()
-            for key in ("request_bytes", "wire_sent_per_call", "response_bytes", "wire_received_per_call"):
-                fig.add_trace(
-                    go.Bar(
-                        x=[protocol_label(r["protocol"]) for r in rows],
-                        y=[r[key] for r in rows],
-                        name=t(f"lab_protocols.bar_{key}"),
-                    )
+with tab_bytes:
+    st.caption(t("lab_protocols.bytes_help"))
+    if st.button(t("lab_protocols.run_bytes"), type="primary", key="proto_bytes_run"):
+        with st.spinner(t("lab_protocols.running")):
+            try:
+                info, arrays = _inputs()
+                st.session_state["proto_cmp"] = protocols.compare_protocols(
+                    ep, model, arrays, calls=5, compression=compression
                 )
-            fig.update_layout(
-                barmode="group",
-                height=320,
-                yaxis_type="log",
-                yaxis_title=t("lab_protocols.bytes_per_call"),
-                margin=dict(l=10, r=10, t=10, b=10),
+            except protocols.ProtocolError as exc:
+                _error(exc)
+    cmp_ = st.session_state.get("proto_cmp")
+    if cmp_ is not None:
+        if cmp_.same_result:
+            st.success(t("lab_protocols.same_result", model=cmp_.model))
+        else:
+            st.error(t("lab_protocols.different_result", protocols=", ".join(cmp_.disagreements)))
+        rows = cmp_.to_dicts()
+        tables.show(
+            [
+                {
+                    t("lab_protocols.col_protocol"): protocol_label(r["protocol"]),
+                    t("lab_protocols.col_req_payload"): r["request_bytes"],
+                    t("lab_protocols.col_resp_payload"): r["response_bytes"],
+                    t("lab_protocols.col_wire_sent"): round(r["wire_sent_per_call"]),
+                    t("lab_protocols.col_wire_received"): round(r["wire_received_per_call"]),
+                    t("lab_protocols.col_first_call"): r["wire_first_call_sent"]
+                    + r["wire_first_call_received"],
+                    t("lab_protocols.col_median_ms"): r["latency_ms_median"],
+                }
+                for r in rows
+            ],
+            decimals={t("lab_protocols.col_median_ms"): 2},
+        )
+        fig = go.Figure()
+        for key in ("request_bytes", "wire_sent_per_call", "response_bytes", "wire_received_per_call"):
+            fig.add_trace(
+                go.Bar(
+                    x=[protocol_label(r["protocol"]) for r in rows],
+                    y=[r[key] for r in rows],
+                    name=t(f"lab_protocols.bar_{key}"),
+                )
             )
-            st.plotly_chart(fig, width="stretch", key="proto_bytes_fig")
-            m1, m2, m3 = st.columns(3)
-            if cmp_.json_inflation:
-                m1.metric(t("lab_protocols.json_inflation"), f"×{cmp_.json_inflation:.2f}")
-            if cmp_.json_response_inflation:
-                m2.metric(t("lab_protocols.json_inflation_resp"), f"×{cmp_.json_response_inflation:.2f}")
-            if image:
-                try:
-                    tj = protocols.tensor_vs_jpeg(image)
-                    m3.metric(
-                        t("lab_protocols.tensor_vs_jpeg"),
-                        f"×{tj['ratio']:.1f}",
-                        t(
-                            "lab_protocols.tensor_vs_jpeg_detail",
-                            tensor=tj["tensor_bytes"],
-                            jpeg=tj["jpeg_bytes"],
-                        ),
-                        delta_color="off",
-                        delta_arrow="off",
-                    )
-                except Exception:  # noqa: BLE001 - not an image: nothing to compare
-                    pass
-            binary_inputs = cmp_.row("http-json").binary_inputs if cmp_.row("http-json") else []
-            if binary_inputs:
-                st.info(t("lab_protocols.json_binary_fallback", inputs=", ".join(binary_inputs)))
-            st.caption(t("lab_protocols.wire_caption"))
-            _download(rows, "protocols_bytes")
+        fig.update_layout(
+            barmode="group",
+            height=320,
+            yaxis_type="log",
+            yaxis_title=t("lab_protocols.bytes_per_call"),
+            margin=dict(l=10, r=10, t=10, b=10),
+        )
+        st.plotly_chart(fig, width="stretch", key="proto_bytes_fig")
+        m1, m2, m3 = st.columns(3)
+        if cmp_.json_inflation:
+            m1.metric(t("lab_protocols.json_inflation"), f"×{cmp_.json_inflation:.2f}")
+        if cmp_.json_response_inflation:
+            m2.metric(t("lab_protocols.json_inflation_resp"), f"×{cmp_.json_response_inflation:.2f}")
+        if image:
+            try:
+                tj = protocols.tensor_vs_jpeg(image)
+                m3.metric(
+                    t("lab_protocols.tensor_vs_jpeg"),
+                    f"×{tj['ratio']:.1f}",
+                    t(
+                        "lab_protocols.tensor_vs_jpeg_detail",
+                        tensor=tj["tensor_bytes"],
+                        jpeg=tj["jpeg_bytes"],
+                    ),
+                    delta_color="off",
+                    delta_arrow="off",
+                )
+            except Exception:  # noqa: BLE001 - not an image: nothing to compare
+                pass
+        binary_inputs = cmp_.row("http-json").binary_inputs if cmp_.row("http-json") else []
+        if binary_inputs:
+            st.info(t("lab_protocols.json_binary_fallback", inputs=", ".join(binary_inputs)))
+        st.caption(t("lab_protocols.wire_caption"))
+        _download(rows, "protocols_bytes")
 
 
 def _progress_bar(protocol: str):
@@ -226,272 +223,266 @@ def _count_wire(arrays: dict, protocols_run: list[str]) -> dict[str, tuple[float
 
 
 # -- bounded load --------------------------------------------------------------------------------------
-if tab_load.open:  # lazy: only the open tab is drawn
-    with tab_load:
-        l1, l2, l3, l4 = st.columns(4)
-        # shared memory: only where the server maps this machine's memory (the embedded one), and never gzipped
-        offered = list(protocols.PROTOCOLS) + (list(protocols.SHM_PROTOCOLS) if ep and ep.embedded else [])
-        chosen = l1.multiselect(
-            t("lab_protocols.protocols"),
-            offered,
-            format_func=protocol_labeller(),
-            default=list(protocols.PROTOCOLS),
-            key="proto_load_protocols",
-            placeholder=t("widget.choose"),
-        )
-        conc = l2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_load_c")
-        dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d")
-        cap = l4.number_input(
-            t("lab_protocols.max_requests"), 1, bench.MAX_REQUESTS, 2000, key="proto_load_cap"
-        )
-        st.caption(t("lab_protocols.limits", c=bench.MAX_CONCURRENCY))
-        st.caption(t("lab_protocols.shm_note" if ep and ep.embedded else "lab_protocols.shm_local_only"))
-        if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
-            st.caption(t("lab_protocols.shm_no_compression"))
-            chosen = [p for p in chosen if p not in protocols.SHM_PROTOCOLS]
-        go_load = st.button(
-            t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen
-        )
-        st.button(t("lab_protocols.stop"), key="proto_load_stop")  # any click reruns the page: the run stops
-        if go_load:
-            results = []
-            wire: dict[str, tuple[float, float]] = {}
-            stop = threading.Event()
-            watch = state.server_watch(stop)  # a dead server ends the run at once
+with tab_load:
+    l1, l2, l3, l4 = st.columns(4)
+    # shared memory: only where the server maps this machine's memory (the embedded one), and never gzipped
+    offered = list(protocols.PROTOCOLS) + (list(protocols.SHM_PROTOCOLS) if ep and ep.embedded else [])
+    chosen = l1.multiselect(
+        t("lab_protocols.protocols"),
+        offered,
+        format_func=protocol_labeller(),
+        default=list(protocols.PROTOCOLS),
+        key="proto_load_protocols",
+        placeholder=t("widget.choose"),
+    )
+    conc = l2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_load_c")
+    dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d")
+    cap = l4.number_input(t("lab_protocols.max_requests"), 1, bench.MAX_REQUESTS, 2000, key="proto_load_cap")
+    st.caption(t("lab_protocols.limits", c=bench.MAX_CONCURRENCY))
+    st.caption(t("lab_protocols.shm_note" if ep and ep.embedded else "lab_protocols.shm_local_only"))
+    if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
+        st.caption(t("lab_protocols.shm_no_compression"))
+        chosen = [p for p in chosen if p not in protocols.SHM_PROTOCOLS]
+    go_load = state.run_button(
+        t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen
+    )
+    st.button(t("lab_protocols.stop"), key="proto_load_stop")  # any click reruns the page: the run stops
+    if go_load:
+        results = []
+        wire: dict[str, tuple[float, float]] = {}
+        stop = threading.Event()
+        watch = state.server_watch(stop)  # a dead server ends the run at once
 
-            def _load() -> None:
-                info, arrays = _inputs()
-                for p in chosen:
-                    if stop.is_set():
-                        break
-                    bar = _progress_bar(p)
-                    r = bench.run_bench(
-                        ep,
-                        model,
-                        p,
-                        conc,
-                        float(dur),
-                        max_requests=int(cap),
-                        inputs=arrays,
-                        output_names=[o.name for o in info.outputs],
-                        compression=compression,
-                        count_wire=False,
-                        stop=stop,
-                        progress=lambda pr, bar=bar: (watch(), bar(pr)),
-                    )
-                    results.append(r)
-                if not stop.is_set():
-                    wire.update(_count_wire(arrays, [r.protocol for r in results]))
-
-            try:
-                state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
-            except protocols.ProtocolError as exc:
-                _error(exc)
-            state.say_if_stopped_by_death()
-            st.session_state["proto_load"] = results
-            st.session_state["proto_load_wire"] = wire
-            classroom.record_protocol_runs(results)
-        results = st.session_state.get("proto_load") or []
-        load_wire = st.session_state.get("proto_load_wire") or {}
-        if results:
-            for r in results:
-                for msg in r.error_messages:
-                    state.show_error("server_error", f"{r.protocol}: {msg}")
-            fig = go.Figure()
-            for r in results:
-                fig.add_trace(
-                    go.Box(
-                        y=r.latencies_ms,
-                        name=protocol_label(r.protocol),
-                        marker_color=COLORS[r.protocol],
-                        boxpoints=False,
-                    )
-                )
-            fig.update_layout(
-                height=340, yaxis_title=t("lab_protocols.latency_ms"), margin=dict(l=10, r=10, t=10, b=10)
-            )
-            st.plotly_chart(fig, width="stretch", key="proto_load_box")
-            _bench_table(results, load_wire)
-            for r in results:  # why the numbers are what they are: Triton's own split, Little's law
-                batching_why.bench_lines(protocol_label(r.protocol), r)
-            st.caption(t("lab_protocols.wire_pass_note", calls=WIRE_CALLS))
-            rows = [r.to_row() for r in results]
-            for row in rows:
-                sent, received = load_wire.get(row["protocol"], (None, None))
-                row.update(
-                    wire_bytes_sent_per_call=sent,
-                    wire_bytes_received_per_call=received,
-                    wire_counted=f"separate pass, {WIRE_CALLS} calls" if sent is not None else "",
-                )
-            st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
-            _download(rows, "protocols_load")
-
-# -- concurrency sweep -------------------------------------------------------------------------------
-if tab_sweep.open:  # lazy: only the open tab is drawn
-    with tab_sweep:
-        s1, s2, s3 = st.columns(3)
-        sweep_protocols = s1.multiselect(
-            t("lab_protocols.protocols"),
-            list(protocols.PROTOCOLS),
-            format_func=protocol_labeller(),
-            default=["http-binary", "grpc"],
-            key="proto_sweep_protocols",
-            placeholder=t("widget.choose"),
-        )
-        levels = s2.multiselect(
-            t("lab_protocols.levels"),
-            [1, 2, 4, 8, 16],
-            default=[1, 4, 16],
-            key="proto_sweep_levels",
-            placeholder=t("widget.choose"),
-        )
-        sdur = s3.slider(t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d")
-        go_sweep = st.button(
-            t("lab_protocols.run_sweep"),
-            type="primary",
-            key="proto_sweep_run",
-            disabled=not (sweep_protocols and levels),
-        )
-        st.button(t("lab_protocols.stop"), key="proto_sweep_stop")
-        if go_sweep:
-            bar = st.progress(0.0)
-            plan = len(sweep_protocols) * len(levels)
-
-            def sweep_progress(i: int, n: int, p: bench.BenchProgress) -> None:
-                bar.progress(min(1.0, (i + p.fraction) / n), text=t("lab_protocols.sweep_step", i=i + 1, n=n))
-
-            sweep_stop = threading.Event()
-            sweep_watch = state.server_watch(sweep_stop)
-
-            def _sweep() -> None:
-                info, arrays = _inputs()
-                st.session_state["proto_sweep"] = bench.sweep(
+        def _load() -> None:
+            info, arrays = _inputs()
+            for p in chosen:
+                if stop.is_set():
+                    break
+                bar = _progress_bar(p)
+                r = bench.run_bench(
                     ep,
                     model,
-                    tuple(sweep_protocols),
-                    tuple(sorted(levels)),
-                    float(sdur),
-                    progress=lambda *a: (sweep_watch(), sweep_progress(*a)),
-                    stop=sweep_stop,
+                    p,
+                    conc,
+                    float(dur),
+                    max_requests=int(cap),
                     inputs=arrays,
                     output_names=[o.name for o in info.outputs],
                     compression=compression,
                     count_wire=False,
+                    stop=stop,
+                    progress=lambda pr, bar=bar: (watch(), bar(pr)),
                 )
+                results.append(r)
+            if not stop.is_set():
+                wire.update(_count_wire(arrays, [r.protocol for r in results]))
 
-            try:
-                state.lab_run(max(levels), _sweep)
-            except protocols.ProtocolError as exc:
-                _error(exc)
-            state.say_if_stopped_by_death()
-        sweep_results = st.session_state.get("proto_sweep") or []
-        if sweep_results:
-            fig = go.Figure()
-            for p in dict.fromkeys(r.protocol for r in sweep_results):
-                rs = [r for r in sweep_results if r.protocol == p]
-                fig.add_trace(
-                    go.Scatter(
-                        x=[r.throughput_rps for r in rs],
-                        y=[r.latency_ms["p99"] for r in rs],
-                        mode="lines+markers+text",
-                        text=[f"c={r.concurrency}" for r in rs],
-                        textposition="top center",
-                        name=protocol_label(p),
-                        line=dict(color=COLORS[p]),
-                    )
+        try:
+            state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
+        except protocols.ProtocolError as exc:
+            _error(exc)
+        state.say_if_stopped_by_death()
+        st.session_state["proto_load"] = results
+        st.session_state["proto_load_wire"] = wire
+        classroom.record_protocol_runs(results)
+    results = st.session_state.get("proto_load") or []
+    load_wire = st.session_state.get("proto_load_wire") or {}
+    if results:
+        for r in results:
+            for msg in r.error_messages:
+                state.show_error("server_error", f"{r.protocol}: {msg}")
+        fig = go.Figure()
+        for r in results:
+            fig.add_trace(
+                go.Box(
+                    y=r.latencies_ms,
+                    name=protocol_label(r.protocol),
+                    marker_color=COLORS[r.protocol],
+                    boxpoints=False,
                 )
-            fig.update_layout(
-                height=380,
-                xaxis_title=t("lab_protocols.throughput"),
-                yaxis_title=t("lab_protocols.p99"),
-                margin=dict(l=10, r=10, t=10, b=10),
             )
-            st.plotly_chart(fig, width="stretch", key="proto_sweep_fig")
-            _bench_table(sweep_results)
-            rows = [r.to_row() for r in sweep_results]
-            _download(rows, "protocols_sweep")
+        fig.update_layout(
+            height=340, yaxis_title=t("lab_protocols.latency_ms"), margin=dict(l=10, r=10, t=10, b=10)
+        )
+        st.plotly_chart(fig, width="stretch", key="proto_load_box")
+        _bench_table(results, load_wire)
+        for r in results:  # why the numbers are what they are: Triton's own split, Little's law
+            batching_why.bench_lines(protocol_label(r.protocol), r)
+        st.caption(t("lab_protocols.wire_pass_note", calls=WIRE_CALLS))
+        rows = [r.to_row() for r in results]
+        for row in rows:
+            sent, received = load_wire.get(row["protocol"], (None, None))
+            row.update(
+                wire_bytes_sent_per_call=sent,
+                wire_bytes_received_per_call=received,
+                wire_counted=f"separate pass, {WIRE_CALLS} calls" if sent is not None else "",
+            )
+        st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
+        _download(rows, "protocols_load")
+
+# -- concurrency sweep -------------------------------------------------------------------------------
+with tab_sweep:
+    s1, s2, s3 = st.columns(3)
+    sweep_protocols = s1.multiselect(
+        t("lab_protocols.protocols"),
+        list(protocols.PROTOCOLS),
+        format_func=protocol_labeller(),
+        default=["http-binary", "grpc"],
+        key="proto_sweep_protocols",
+        placeholder=t("widget.choose"),
+    )
+    levels = s2.multiselect(
+        t("lab_protocols.levels"),
+        [1, 2, 4, 8, 16],
+        default=[1, 4, 16],
+        key="proto_sweep_levels",
+        placeholder=t("widget.choose"),
+    )
+    sdur = s3.slider(t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d")
+    go_sweep = state.run_button(
+        t("lab_protocols.run_sweep"),
+        type="primary",
+        key="proto_sweep_run",
+        disabled=not (sweep_protocols and levels),
+    )
+    st.button(t("lab_protocols.stop"), key="proto_sweep_stop")
+    if go_sweep:
+        bar = st.progress(0.0)
+        plan = len(sweep_protocols) * len(levels)
+
+        def sweep_progress(i: int, n: int, p: bench.BenchProgress) -> None:
+            bar.progress(min(1.0, (i + p.fraction) / n), text=t("lab_protocols.sweep_step", i=i + 1, n=n))
+
+        sweep_stop = threading.Event()
+        sweep_watch = state.server_watch(sweep_stop)
+
+        def _sweep() -> None:
+            info, arrays = _inputs()
+            st.session_state["proto_sweep"] = bench.sweep(
+                ep,
+                model,
+                tuple(sweep_protocols),
+                tuple(sorted(levels)),
+                float(sdur),
+                progress=lambda *a: (sweep_watch(), sweep_progress(*a)),
+                stop=sweep_stop,
+                inputs=arrays,
+                output_names=[o.name for o in info.outputs],
+                compression=compression,
+                count_wire=False,
+            )
+
+        try:
+            state.lab_run(max(levels), _sweep)
+        except protocols.ProtocolError as exc:
+            _error(exc)
+        state.say_if_stopped_by_death()
+    sweep_results = st.session_state.get("proto_sweep") or []
+    if sweep_results:
+        fig = go.Figure()
+        for p in dict.fromkeys(r.protocol for r in sweep_results):
+            rs = [r for r in sweep_results if r.protocol == p]
+            fig.add_trace(
+                go.Scatter(
+                    x=[r.throughput_rps for r in rs],
+                    y=[r.latency_ms["p99"] for r in rs],
+                    mode="lines+markers+text",
+                    text=[f"c={r.concurrency}" for r in rs],
+                    textposition="top center",
+                    name=protocol_label(p),
+                    line=dict(color=COLORS[p]),
+                )
+            )
+        fig.update_layout(
+            height=380,
+            xaxis_title=t("lab_protocols.throughput"),
+            yaxis_title=t("lab_protocols.p99"),
+            margin=dict(l=10, r=10, t=10, b=10),
+        )
+        st.plotly_chart(fig, width="stretch", key="proto_sweep_fig")
+        _bench_table(sweep_results)
+        rows = [r.to_row() for r in sweep_results]
+        _download(rows, "protocols_sweep")
 
 # -- perf_analyzer cross-check -----------------------------------------------------------------------
-if tab_check.open:  # lazy: only the open tab is drawn
-    with tab_check:
-        st.caption(t("lab_protocols.check_help"))
-        k1, k2, k3 = st.columns(3)
-        kp = k1.radio(
-            t("lab_protocols.protocol"),
-            ["http-binary", "grpc"],
-            key="proto_check_p",
-            horizontal=True,
-            format_func=protocol_labeller(),
-        )
-        kc = k2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_check_c")
-        kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d")
-        if st.button(
-            t("lab_protocols.run_check"),
-            type="primary",
-            key="proto_check_run",
-            disabled=bench.perf_analyzer_binary() is None,
-        ):
-            with st.spinner(t("lab_protocols.running")):
-                try:
-                    checked = state.lab_run(
-                        kc,
-                        lambda: bench.cross_check(ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2)),
-                    )
-                    if checked is not state.BUSY:
-                        st.session_state["proto_check"] = checked
-                except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
-                    state.show_error("server_error", str(exc))
-        if bench.perf_analyzer_binary() is None:
-            st.warning(t("lab_protocols.no_perf_analyzer"))
-        check = st.session_state.get("proto_check")
-        if check:
-            a, b, c = st.columns(3)
-            a.metric(t("lab_protocols.engine_rps"), f"{check['engine_rps']:,.1f}")
-            b.metric(t("lab_protocols.pa_rps"), f"{check['perf_analyzer_rps']:,.1f}")
-            c.metric(t("lab_protocols.difference"), f"{check['difference'] * 100:+.1f}%")
-            (st.success if check["agree"] else st.warning)(
-                t(
-                    "lab_protocols.agree" if check["agree"] else "lab_protocols.disagree",
-                    tol=round(check["tolerance"] * 100),
+with tab_check:
+    st.caption(t("lab_protocols.check_help"))
+    k1, k2, k3 = st.columns(3)
+    kp = k1.radio(
+        t("lab_protocols.protocol"),
+        ["http-binary", "grpc"],
+        key="proto_check_p",
+        horizontal=True,
+        format_func=protocol_labeller(),
+    )
+    kc = k2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_check_c")
+    kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d")
+    if st.button(
+        t("lab_protocols.run_check"),
+        type="primary",
+        key="proto_check_run",
+        disabled=bench.perf_analyzer_binary() is None,
+    ):
+        with st.spinner(t("lab_protocols.running")):
+            try:
+                checked = state.lab_run(
+                    kc,
+                    lambda: bench.cross_check(ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2)),
                 )
+                if checked is not state.BUSY:
+                    st.session_state["proto_check"] = checked
+            except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
+                state.show_error("server_error", str(exc))
+    if bench.perf_analyzer_binary() is None:
+        st.warning(t("lab_protocols.no_perf_analyzer"))
+    check = st.session_state.get("proto_check")
+    if check:
+        a, b, c = st.columns(3)
+        a.metric(t("lab_protocols.engine_rps"), f"{check['engine_rps']:,.1f}")
+        b.metric(t("lab_protocols.pa_rps"), f"{check['perf_analyzer_rps']:,.1f}")
+        c.metric(t("lab_protocols.difference"), f"{check['difference'] * 100:+.1f}%")
+        (st.success if check["agree"] else st.warning)(
+            t(
+                "lab_protocols.agree" if check["agree"] else "lab_protocols.disagree",
+                tol=round(check["tolerance"] * 100),
             )
-            st.caption(t("lab_protocols.check_roles", engine=check["engine"], check=check["check"]))
-            st.code(check["perf_analyzer_command"], language="bash", wrap_lines=True)
+        )
+        st.caption(t("lab_protocols.check_roles", engine=check["engine"], check=check["check"]))
+        st.code(check["perf_analyzer_command"], language="bash", wrap_lines=True)
 
 # -- streaming ---------------------------------------------------------------------------------------
-if tab_stream.open:  # lazy: only the open tab is drawn
-    with tab_stream:
-        text = st.text_area(
-            t("lab_protocols.stream_text"),
-            t("lab_protocols.stream_default"),
-            key="proto_stream_text",
-            max_chars=600,
-        )
-        delay = st.slider(t("lab_protocols.stream_delay"), 0, 200, 30, key="proto_stream_delay")
-        if st.button(
-            t("lab_protocols.run_stream"), type="primary", key="proto_stream_run", disabled=not text.strip()
-        ):
-            with st.spinner(t("lab_protocols.running")):
-                st.session_state["proto_stream"] = protocols.compare_streaming(ep, text, delay)
-        runs = st.session_state.get("proto_stream") or []
-        if runs:
-            cols = st.columns(len(runs))
-            for col, run in zip(cols, runs, strict=True):
-                if run.error:
-                    state.show_error("server_error", run.error)
-                d = run.to_dict()
-                col.metric(
-                    t(f"lab_protocols.{run.protocol}"),
-                    t("lab_protocols.ttft", ms=d["ttft_ms"] or 0),
-                    t("lab_protocols.itl", ms=d["inter_token_ms_mean"] or 0, n=d["tokens"]),
-                    delta_color="off",
-                    delta_arrow="off",
-                )
-            token_arrivals(
-                runs,
-                names=[t(f"lab_protocols.{run.protocol}") for run in runs],
-                height=300,
-                colors=[COLORS[run.protocol] for run in runs],
-                key="proto_stream_fig",
+with tab_stream:
+    text = st.text_area(
+        t("lab_protocols.stream_text"),
+        t("lab_protocols.stream_default"),
+        key="proto_stream_text",
+        max_chars=600,
+    )
+    delay = st.slider(t("lab_protocols.stream_delay"), 0, 200, 30, key="proto_stream_delay")
+    if state.run_button(
+        t("lab_protocols.run_stream"), type="primary", key="proto_stream_run", disabled=not text.strip()
+    ):
+        with st.spinner(t("lab_protocols.running")):
+            st.session_state["proto_stream"] = protocols.compare_streaming(ep, text, delay)
+    runs = st.session_state.get("proto_stream") or []
+    if runs:
+        cols = st.columns(len(runs))
+        for col, run in zip(cols, runs, strict=True):
+            if run.error:
+                state.show_error("server_error", run.error)
+            d = run.to_dict()
+            col.metric(
+                t(f"lab_protocols.{run.protocol}"),
+                t("lab_protocols.ttft", ms=d["ttft_ms"] or 0),
+                t("lab_protocols.itl", ms=d["inter_token_ms_mean"] or 0, n=d["tokens"]),
+                delta_color="off",
+                delta_arrow="off",
             )
-            st.caption(t("lab_protocols.stream_caption"))
+        token_arrivals(
+            runs,
+            names=[t(f"lab_protocols.{run.protocol}") for run in runs],
+            height=300,
+            colors=[COLORS[run.protocol] for run in runs],
+            key="proto_stream_fig",
+        )
+        st.caption(t("lab_protocols.stream_caption"))
