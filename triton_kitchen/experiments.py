@@ -418,7 +418,8 @@ def cascade_call(
     ``stage_used`` only says which tier's answer was kept; whether tier two *ran* is the statistics'
     business: in ``cascade_ensemble`` both tiers always run, ``cascade_bls`` skips tier two when tier one is
     sure. Exact when nobody else uses the two classifiers meanwhile (other requests would add to the counts).
-    Statistics land just after the response, so the counts are read until tier one's has moved (or timeout).
+    Statistics land just after the response, so the counts are read until every tier that must have run has
+    counted it (``trace.statistics_after``; or timeout).
     """
     from triton_kitchen.classify import classify
 
@@ -427,12 +428,7 @@ def cascade_call(
     # the counts that must land before reading: tier one always; tier two in the ensemble (it runs both) and
     # when the answer came from it (the two tiers' counts can land a moment apart)
     expect = CASCADE_TIERS if model == "cascade_ensemble" or result.stage_used == 2 else CASCADE_TIERS[:1]
-    deadline = time.monotonic() + timeout_s
-    while True:
-        after = trace.model_statistics(endpoint, CASCADE_TIERS)
-        if all(after[m]["exec"] > before[m]["exec"] for m in expect) or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
+    after = trace.statistics_after(endpoint, CASCADE_TIERS, before, timeout_s, wait_for=expect, field="exec")
     runs = {m: after[m]["exec"] - before[m]["exec"] for m in CASCADE_TIERS}
     return CascadeCall(result, runs, result.stage_used)
 

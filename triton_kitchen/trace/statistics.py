@@ -56,8 +56,16 @@ def model_statistics(target, models: Iterable[str]) -> dict[str, dict[str, int]]
     return out
 
 
-def statistics_after(target, models: Iterable[str], before: dict[str, dict[str, int]], timeout: float = 2.0):
-    """``model_statistics`` once every model has counted the request just sent.
+def statistics_after(
+    target,
+    models: Iterable[str],
+    before: dict[str, dict[str, int]],
+    timeout: float = 2.0,
+    wait_for: Iterable[str] | None = None,
+    field: str = "count",
+):
+    """``model_statistics`` once every model of ``wait_for`` (all of ``models`` by default) has moved its
+    ``field`` ("count", or "exec" for executions) past ``before``: the request just sent is counted.
 
     Triton records a composing model's statistics a moment after the ensemble's response is on its
     way, so a read taken right after the response can miss the last step.
@@ -65,7 +73,8 @@ def statistics_after(target, models: Iterable[str], before: dict[str, dict[str, 
     deadline = time.monotonic() + timeout
     while True:
         after = model_statistics(target, models)
-        if all(after[m]["count"] > before[m]["count"] for m in after) or time.monotonic() > deadline:
+        waited = after if wait_for is None else wait_for
+        if all(after[m][field] > before[m][field] for m in waited) or time.monotonic() > deadline:
             return after
         time.sleep(0.02)
 
