@@ -37,9 +37,8 @@ LEGACY_RUN_AGE_S = (
 )  # a run folder without an owner file (older versions) this long untouched is stale
 
 
-PORT_TAKEN_MEANWHILE = (
-    "already in use"  # Triton's log when a port it was given is bound by then: "Socket ... already in use"
-)
+# Triton's log when a port it was given is bound by then ("Socket '127.0.0.1:8001' already in use")
+PORT_TAKEN_MEANWHILE = "already in use"
 
 
 class ServerStartError(KitchenError):
@@ -374,9 +373,7 @@ class EmbeddedServer:
             log = self.log_file.read_text(errors="replace")
         except OSError:
             return False
-        return (
-            f"Started Metrics Service at {self.host}:{self.ports['metrics']}" in log
-        )  # --metrics-address=host
+        return f"Started Metrics Service at {self.host}:{self.ports['metrics']}" in log  # --metrics-address
 
     def _answers_with_our_key(self) -> bool:
         """The server on our HTTP port accepts this server's repository key (only the process we started has it)."""

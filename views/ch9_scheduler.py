@@ -177,9 +177,8 @@ def scheduling_demo() -> None:
         state.say_no_server()
         return
     _remote_note(ep)
-    labels = predict.choices(
-        "ch9.sched", ("priority", "queue")
-    )  # words bound now, not when a test formats them later
+    # words bound now, not when a test formats them later
+    labels = predict.choices("ch9.sched", ("priority", "queue"))
     which = st.radio(
         t("ch9.sched_pick"),
         list(labels),
