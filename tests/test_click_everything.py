@@ -696,9 +696,8 @@ class InThread:
         if not self._collected:
             import warnings
 
-            run = (
-                self._value[0] if isinstance(self._value, tuple) else self._value
-            )  # English: (pass, sources)
+            # the English pass returns (pass, sources), the remote one the pass
+            run = self._value[0] if isinstance(self._value, tuple) else self._value
             found = self._error or getattr(run, "problems", None)
             if found:
                 warnings.warn(f"the {name} pass, whose test did not run, found: {found}", stacklevel=1)
