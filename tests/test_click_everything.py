@@ -482,7 +482,7 @@ def _press(page, visit: Visit, item: dict) -> None:
         PlaywrightTimeout
     ):  # a rerun on a loaded machine redrew the page and dropped the tag: find it again
         settle(page, t0, expect_run_s=5)
-        again = page.locator(f".st-key-{key}").first if key else page.locator(f'[data-tk="{n}"]')
+        again = _found_again(page, item)
         t0 = now(page)
         again.click(timeout=30_000)
     # buttons, toggles and lazy (keyed) containers rerun the script; plain tabs and expanders do not
@@ -495,6 +495,18 @@ def _press(page, visit: Visit, item: dict) -> None:
         AFTER[key](page, visit)
 
 
+def _item_id(item: dict) -> str:
+    return item.get("id") or f"{item['kind']}:{item['key'] or item['label']}"
+
+
+def _found_again(page, item: dict):
+    """``item`` after a rerun redrew the page: by its key, else tagged anew (a redrawn element lost its tag)."""
+    if item["key"]:
+        return page.locator(f".st-key-{item['key']}").first
+    same = [again for again in page.evaluate(_COLLECT) if _item_id(again) == _item_id(item)]
+    return page.locator(f'[data-tk="{(same[0] if same else item)["n"]}"]')
+
+
 def crawl(page, visit: Visit, scope: Scope, shared: set[str]) -> None:
     """Press everything in scope once: widgets first, in document order, then the next closed tab or
     expander (so what a tab or expander reveals is pressed before the next one hides it)."""
@@ -504,7 +516,7 @@ def crawl(page, visit: Visit, scope: Scope, shared: set[str]) -> None:
         todo = []
         for item in page.evaluate(_COLLECT):
             kind, key = item["kind"], item["key"]
-            item_id = item.get("id") or f"{kind}:{key or item['label']}"
+            item_id = _item_id(item)
             component = next((name for suffix, name in SHARED.items() if key.endswith(suffix)), None)
             skip = (
                 item_id in done
