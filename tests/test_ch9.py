@@ -1,5 +1,8 @@
 """Chapter 9's page: every live element driven through AppTest (predict, run on the real server, "your prediction /
-what happened"), and the predict-then-see helper on its own. In Chromium, in English: tests/test_click_everything.py."""
+what happened"), and the predict-then-see helper on its own. In Chromium, in English: tests/test_click_everything.py.
+
+The page's runs are the scheduling library's measurements on the real server (instances, priorities, a full
+queue, Little's law): what they must show is asserted here, once, not again in tests/test_scheduling.py."""
 
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ def test_chapter9_every_live_element(embedded, lang):
     predict_and_press(at, "ch9_inst", "same", "ch9_inst_run")
     result = at.session_state["ch9_inst_result"]
     assert [r.settings.instance_count for r in result.results] == [1, 2]
+    assert all(r.throughput_rps > 0 and r.errors == 0 for r in result.results)
+    assert result.ratio() is not None
     shown = shown_text(at)
     assert t("predict.yours") in shown and t("predict.happened") in shown
     assert t(f"ch9.inst_{result.outcome()}") in shown
@@ -43,6 +48,7 @@ def test_chapter9_every_live_element(embedded, lang):
     # priorities: the urgent requests overtake (the same measurement as tests/test_scheduling.py)
     predict_and_press(at, "ch9_prio", "overtake", "ch9_prio_run")
     prio = at.session_state["ch9_prio_result"]
+    assert prio.fifo.refused == prio.priority.refused == 0
     assert prio.outcome() == "overtake", (prio.fifo.finish_ranks(1), prio.priority.finish_ranks(1))
     assert t("predict.right") in shown_text(at)
     assert "priority_levels: 2" in shown_text(at)
@@ -52,7 +58,8 @@ def test_chapter9_every_live_element(embedded, lang):
     at.slider(key="ch9_q_size").set_value(4)
     predict_and_press(at, "ch9_q", "all", "ch9_q_run")
     q = at.session_state["ch9_q_result"]
-    assert q.outcome() == "some"
+    assert q.outcome() == "some", q.burst.rows()
+    assert q.burst.answered >= 4 and "max_queue_size: 4" in q.burst.config_text
     shown = shown_text(at)
     assert t("predict.wrong") in shown
     assert any(
@@ -62,6 +69,9 @@ def test_chapter9_every_live_element(embedded, lang):
     predict_and_press(at, "ch9_little", "latency", "ch9_little_run")
     law = at.session_state["ch9_little_result"]
     assert [r.concurrency for r in law.runs] == [2, 4]
+    for row in law.rows():  # closed loop: C / λ is the mean latency, within what the clock can tell
+        assert row["mean_latency_ms"] == pytest.approx(row["predicted_latency_ms"], rel=0.35)
+        assert row["queue_ms"] is not None and row["compute_ms"] is not None
     assert t("ch9.little_yours", c=2, rps="", predicted="", measured="").split("=")[0] in shown_text(at)
     assert kserve.model_config(embedded.endpoint, scheduling.MODEL) == original
     # is an ensemble faster than the client chaining its steps? measured over gRPC, the same top-1 either way
