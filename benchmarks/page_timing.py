@@ -1,6 +1,6 @@
 """How long until each page is interactive, in a real browser (Debian's Chromium through Playwright).
 
-    python benchmarks/page_timing.py [--lang en] [--reps 3] [--json out.json]
+    python benchmarks/page_timing.py [--lang en] [--reps 3] [--json out.json] [--pages ch1,lab-flow]
 
 Starts `streamlit run app.py` (embedded server) and, while Triton starts, opens every page in its own
 tab: "server_up" is, per tab, the seconds from Triton answering ready (on :8000) until the tab's sidebar
@@ -225,6 +225,9 @@ def main() -> int:
     parser.add_argument(
         "--up-tabs", default="all", help="pages open while Triton starts: all, none, or a comma list"
     )
+    parser.add_argument(
+        "--pages", help="only these pages (a comma list, e.g. ch1,lab-flow): fresh tabs only, no in-tab round"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -232,6 +235,8 @@ def main() -> int:
     titles = {"home": ui["app.title"]}
     titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in lessons.CHAPTERS}
     titles |= {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
+    if args.pages:
+        titles = {u: titles[u] for u in args.pages.split(",")}
     floor_app, floor_base = start_app("benchmarks/floor_app.py")
     app, base = start_app("app.py")
     result: dict = {"fresh": {}, "in_tab": {}}
@@ -269,13 +274,13 @@ def main() -> int:
             }
             order = [u for u in titles if u != "ch1"] + ["ch1"]  # the tab starts on ch1
             samples: dict[str, list] = {u: [] for u in order}
-            for _ in range(args.reps):
+            for _ in range(0 if args.pages else args.reps):  # moving through every page, in one tab
                 for url in order:
                     nav = first.locator("[data-testid=stSidebarNav] a")
                     link = nav.first if url == "home" else nav.and_(first.locator(f"[href$='/{url}']")).first
                     samples[url].append(arrive(first, titles[url], link.click))
                     time.sleep(0.5)
-            result["in_tab"] = {u: median_pair(s) for u, s in samples.items()}
+            result["in_tab"] = {u: median_pair(s) for u, s in samples.items() if s}
             browser.close()
         query = f"lang={args.lang}"
         result["script"] = script_runs(floor_base, {"(floor app)": ""}, "", args.reps)
@@ -299,7 +304,8 @@ def main() -> int:
         f" {floor_script:7.2f} {floor_mt['tasks']:11.2f}"
     )
     for url in titles:
-        f, i, sc = result["fresh"][url], result["in_tab"][url], result["script"][url]
+        f, sc = result["fresh"][url], result["script"][url]
+        i = result["in_tab"].get(url, {"title": float("nan"), "interactive": float("nan")})  # --pages: none
         ratio = result["fresh_ratio_to_floor"][url]
         heavy = ", ".join(f"{k} {v}" for k, v in sorted(sc["elements"].items()))
         print(
@@ -313,10 +319,11 @@ def main() -> int:
         f"fresh tab within {FRESH_TARGET}x the floor: {len(titles) - len(slow_fresh)}/{len(titles)} pages"
         + (f" (over: {', '.join(slow_fresh)})" if slow_fresh else "")
     )
-    print(
-        f"in an open tab within {IN_TAB_TARGET_S:.0f} s: {len(titles) - len(slow_tab)}/{len(titles)} pages"
-        + (f" (over: {', '.join(slow_tab)})" if slow_tab else "")
-    )
+    if result["in_tab"]:
+        print(
+            f"in an open tab within {IN_TAB_TARGET_S:.0f} s: {len(titles) - len(slow_tab)}/{len(titles)} pages"
+            + (f" (over: {', '.join(slow_tab)})" if slow_tab else "")
+        )
     up = result["server_up"]
     if "skipped" in up:
         print("after server up:", up["skipped"])

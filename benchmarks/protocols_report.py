@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import bench, protocols  # noqa: E402
+from triton_kitchen import bench, bench_figures, protocols  # noqa: E402
 
 MODELS = ("ensemble_pipeline", "image_classifier")
 CONCURRENCIES = (1, 4, 16)
@@ -121,24 +121,12 @@ def figures(results: list[bench.BenchResult], bytes_rows: list[dict]):
     figs = []
     curves = make_subplots(rows=1, cols=len(MODELS), subplot_titles=MODELS)
     box = make_subplots(rows=1, cols=len(MODELS), subplot_titles=MODELS)
-    colors = {"http-json": "#d62728", "http-binary": "#1f77b4", "grpc": "#2ca02c"}
+    colors = bench_figures.PROTOCOL_COLORS
     for col, model in enumerate(MODELS, start=1):
         for p in protocols.PROTOCOLS:
             rs = [r for r in results if r.model == model and r.protocol == p]
             curves.add_trace(
-                go.Scatter(
-                    x=[r.throughput_rps for r in rs],
-                    y=[r.latency_ms["p99"] for r in rs],
-                    mode="lines+markers+text",
-                    text=[f"c={r.concurrency}" for r in rs],
-                    textposition="top center",
-                    name=p,
-                    line=dict(color=colors[p]),
-                    legendgroup=p,
-                    showlegend=col == 1,
-                ),
-                row=1,
-                col=col,
+                bench_figures.sweep_trace(rs, p, p, legendgroup=p, showlegend=col == 1), row=1, col=col
             )
             for r in rs:
                 box.add_trace(

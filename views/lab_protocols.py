@@ -9,21 +9,13 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import bench, catalog, protocols
+from triton_kitchen import bench, bench_figures, catalog, protocols
 from ui import batching_why, classroom, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.state import protocol_label, protocol_labeller, t
 
-COLORS = {
-    "http-json": "#d62728",
-    "http-binary": "#1f77b4",
-    "grpc": "#2ca02c",
-    "grpc-stream": "#2ca02c",
-    "http-sse": "#ff7f0e",
-    "http-shm": "#9467bd",
-    "grpc-shm": "#8c564b",
-}
+COLORS = bench_figures.PROTOCOL_COLORS
 WIRE_CALLS = 3  # calls per protocol in the load tab's separate byte-counting pass
 
 st.title(t("lab_protocols.title"))
@@ -382,17 +374,7 @@ with tab_sweep:
         fig = go.Figure()
         for p in dict.fromkeys(r.protocol for r in sweep_results):
             rs = [r for r in sweep_results if r.protocol == p]
-            fig.add_trace(
-                go.Scatter(
-                    x=[r.throughput_rps for r in rs],
-                    y=[r.latency_ms["p99"] for r in rs],
-                    mode="lines+markers+text",
-                    text=[f"c={r.concurrency}" for r in rs],
-                    textposition="top center",
-                    name=protocol_label(p),
-                    line=dict(color=COLORS[p]),
-                )
-            )
+            fig.add_trace(bench_figures.sweep_trace(rs, protocol_label(p), p))
         fig.update_layout(
             height=380,
             xaxis_title=t("lab_protocols.throughput"),
