@@ -150,7 +150,7 @@ EXPERIMENTS = [_map_direction, _order, _binary_default, _speed, _sse, _cascade]
 def experiments() -> None:
     st.subheader(t("ch8.live_title"))
     for n, fn in enumerate(EXPERIMENTS, start=1):
-        box = lazy_box(f"ch8_experiment_{n}", t(f"ch8.m{n}_title"), first=n == 1)  # drawn once opened
+        box = lazy_box(f"ch8_experiment_{n}", t(f"ch8.m{n}_title"))  # drawn once opened
         if box is None:
             continue
         with box:
