@@ -186,6 +186,12 @@ def _quiz_page():
     lesson.render_quiz(1)
 
 
+def class_ui_join_box() -> str:
+    from ui import classroom as class_ui
+
+    return class_ui.JOIN_BOX
+
+
 def _app(tmp_path, monkeypatch, **params):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
@@ -194,6 +200,7 @@ def _app(tmp_path, monkeypatch, **params):
     st.cache_resource.clear()  # the app-wide store is made again, on this test's database
     at = AppTest.from_function(_quiz_page, default_timeout=30)
     at.session_state["tk_open"] = {"tk_quiz_open_1": True}  # the quiz's box open (drawn lazily)
+    at.session_state[class_ui_join_box()] = True  # the class box open: its form is drawn lazily too
     at.query_params["lang"] = "en"
     for k, v in params.items():
         at.query_params[k] = v

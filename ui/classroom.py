@@ -18,6 +18,7 @@ from ui.i18n import t
 log = logging.getLogger(__name__)
 
 _STUDENT_KEY = "tk_student"  # (nickname, class code) of this session once joined
+JOIN_BOX = "tk_class_join_open"  # the class box's expander: its form is drawn only while it is open
 _REMEMBERED = "tk_student_remembered"  # the browser's localStorage was written / read this session
 STORAGE_KEY = "triton-kitchen-student"
 COOKIE = "tk_student"  # "nickname:class", read back through st.context.cookies on the next visit
@@ -112,7 +113,12 @@ def render_join() -> classroom.Student | None:
             st.caption(t("class.joined", student=student.nickname, code=student.class_code))
             st.button(t("class.leave"), key="tk_class_leave", on_click=_leave, type="tertiary")
             return student
-        with st.popover(t("class.join_title"), icon="🎒", width="stretch"):
+        # Lazy, like the models table and the log: every page's first paint skips the form (an expander that
+        # reruns when opened; a popover drew its form, inputs and button on every page, unseen)
+        box = st.expander(f"🎒 {t('class.join_title')}", key=JOIN_BOX, on_change="rerun")
+        if not box.open:
+            return None
+        with box:
             with st.form("tk_class_join", border=False):
                 nickname = st.text_input(t("class.nickname"), max_chars=32, help=t("class.rule"))
                 code = st.text_input(t("class.code"), max_chars=32, help=t("class.rule"))
