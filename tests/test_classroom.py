@@ -230,6 +230,27 @@ def test_a_student_joins_answers_and_finds_the_answer_after_a_reload(tmp_path, m
     assert class_report(saved)["students"] == 1
 
 
+def test_leave_stays_left_though_the_first_requests_cookie_still_names_the_student(tmp_path, monkeypatch):
+    """A returning student (the browser's cookie) leaves: later runs of the same session must not read the name
+    back from the cookies of its first request (a shared laptop: the next student could not join)."""
+    from ui import classroom as class_ui
+
+    monkeypatch.setattr(class_ui, "_from_cookie", lambda: Student("amy", "t-101"))
+    at = _app(tmp_path, monkeypatch)
+    assert any("amy" in c.value for c in at.sidebar.caption)
+    at.button(key="tk_class_leave").click().run()
+    for _ in range(2):  # the run that forgets it in the browser, and one after
+        assert not any("amy" in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+        assert "student" not in at.query_params
+        at.run()
+    at.session_state[class_ui.JOIN_BOX] = True  # the next student opens the class box and joins
+    at.run()
+    at.sidebar.text_input[0].input("bo")
+    at.sidebar.text_input[1].input("t-101")
+    at.sidebar.button[0].click().run()
+    assert at.query_params["student"] == ["bo"]
+
+
 def _first_question_id() -> str:
     from triton_kitchen import lessons
 

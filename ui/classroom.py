@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 _STUDENT_KEY = "tk_student"  # (nickname, class code) of this session once joined
 JOIN_BOX = "tk_class_join_open"  # the class box's expander: its form is drawn only while it is open
 _REMEMBERED = "tk_student_remembered"  # the browser's localStorage was written / read this session
+# Set by "leave": this session's cookies are those of its first request, so the name the browser had then must not
+# come back from them on a later run (a shared classroom laptop: the next student could not join)
+_LEFT = "tk_student_left"
 STORAGE_KEY = "triton-kitchen-student"
 COOKIE = "tk_student"  # "nickname:class", read back through st.context.cookies on the next visit
 COOKIE_DAYS = 180
@@ -49,7 +52,7 @@ def current_student() -> classroom.Student | None:
         st.session_state[_STUDENT_KEY] = (from_url.nickname, from_url.class_code)
         return from_url
     kept = st.session_state.get(_STUDENT_KEY)
-    if kept is None and st.session_state.get(_REMEMBERED) != "forget":
+    if kept is None and not st.session_state.get(_LEFT):
         back = _from_cookie()
         kept = (back.nickname, back.class_code) if back is not None else None
     if kept:
@@ -67,6 +70,7 @@ def _join(nickname: str, class_code: str) -> None:
     st.session_state.pop("tk_join_error", None)
     st.session_state[_STUDENT_KEY] = (nickname, class_code)
     st.session_state.pop(_REMEMBERED, None)  # write the new name to the browser
+    st.session_state.pop(_LEFT, None)
     st.session_state.pop("tk_quiz", None)  # the quiz is read again, from this student's saved answers
     st.query_params["student"], st.query_params["class"] = nickname, class_code
 
@@ -75,6 +79,7 @@ def _leave() -> None:
     st.session_state.pop(_STUDENT_KEY, None)
     st.session_state.pop("tk_quiz", None)
     st.session_state[_REMEMBERED] = "forget"
+    st.session_state[_LEFT] = True
     for p in ("student", "class"):
         st.query_params.pop(p, None)
 
