@@ -2,7 +2,7 @@
 
 Each student session clicks "Classify" on chapter 1 once a second for the whole run; one more
 session runs the protocol lab over and over; and every student's sidebar polls the server's status
-each second (st.fragment(run_every=1 s)), as an open tab does. Sessions speak Streamlit's own websocket protocol
+as an open tab does (st.fragment(run_every=ui.sidebar.POLL_S)). Sessions speak Streamlit's own websocket protocol
 (BackMsg / ForwardMsg protobufs), so every click runs the real page script in the real app process.
 
     python benchmarks/class_sessions.py                   # 30 students, 60 s

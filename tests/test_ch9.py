@@ -45,7 +45,7 @@ def test_chapter9_every_live_element(embedded, lang):
     at.button(key="ch9_gpu_run").click()
     at.run()
     assert "no GPUs are available" in shown_text(at)
-    # priorities: the urgent requests overtake (the same measurement as tests/test_scheduling.py)
+    # priorities: the urgent requests overtake
     predict_and_press(at, "ch9_prio", "overtake", "ch9_prio_run")
     prio = at.session_state["ch9_prio_result"]
     assert prio.fifo.refused == prio.priority.refused == 0

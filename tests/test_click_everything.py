@@ -500,11 +500,15 @@ def _item_id(item: dict) -> str:
 
 
 def _found_again(page, item: dict):
-    """``item`` after a rerun redrew the page: by its key, else tagged anew (a redrawn element lost its tag)."""
-    if item["key"]:
-        return page.locator(f".st-key-{item['key']}").first
-    same = [again for again in page.evaluate(_COLLECT) if _item_id(again) == _item_id(item)]
-    return page.locator(f'[data-tk="{(same[0] if same else item)["n"]}"]')
+    """``item`` after a rerun redrew the page (a redrawn element lost its tag): tagged anew, the same thing in the
+    same state (a closed expander stays the closed one of two with one label)."""
+    same = [
+        again
+        for again in page.evaluate(_COLLECT)
+        if _item_id(again) == _item_id(item) and again.get("selected") == item.get("selected")
+    ]
+    assert same, f"{item['kind']} {item['key'] or item['label']!r} is gone after a rerun"
+    return page.locator(f'[data-tk="{same[0]["n"]}"]')
 
 
 def crawl(page, visit: Visit, scope: Scope, shared: set[str]) -> None:
@@ -584,7 +588,8 @@ def shoot(page, name: str) -> None:
 
 
 def sidebar_controls(page, visit: Visit) -> None:
-    """The sidebar's lazy expanders (models, log). (Auto-restart is an app-wide setting now, not a toggle.)"""
+    """The sidebar's lazy expanders (models, log, the class box). (Auto-restart is an app-wide setting now, not a
+    toggle.)"""
     side = page.locator("[data-testid=stSidebar]")
     for summary in side.locator("[data-testid=stExpander] summary").all():
         t0 = now(page)

@@ -1,6 +1,6 @@
-"""Chapter 9's scheduler experiments (triton_kitchen.scheduling): configs and outcomes offline; priority, queue
-policy, KIND_GPU, instance counts and Little's law on the real embedded server, each leaving the classifier's
-config exactly as it was."""
+"""Chapter 9's scheduler experiments (triton_kitchen.scheduling): configs and outcomes offline; on the real embedded
+server, what chapter 9's page does not run (a queue timeout, KIND_GPU, a closed repository API), each leaving the
+classifier's config exactly as it was. The page's own runs are asserted in tests/test_ch9.py."""
 
 from __future__ import annotations
 
