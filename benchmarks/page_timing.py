@@ -235,6 +235,10 @@ def main() -> int:
     titles = {"home": ui["app.title"]}
     titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in lessons.CHAPTERS}
     titles |= {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
+    every_page = dict(titles)
+    named = [u for u in f"{args.pages or ''},{args.up_tabs}".split(",") if u not in ("", "all", "none")]
+    if unknown := [u for u in named if u not in every_page]:
+        parser.error(f"no such page: {', '.join(unknown)} (pages: {', '.join(every_page)})")
     if args.pages:
         titles = {u: titles[u] for u in args.pages.split(",")}
     floor_app, floor_base = start_app("benchmarks/floor_app.py")
@@ -244,7 +248,7 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             wanted = titles if args.up_tabs == "all" else [u for u in args.up_tabs.split(",") if u != "none"]
-            up_tabs = {u: titles[u] for u in wanted}
+            up_tabs = {u: every_page[u] for u in wanted}
             skipped = {"skipped": "--up-tabs none"}
             result["server_up"] = after_server_up(browser, base, up_tabs, args.lang) if up_tabs else skipped
             first = browser.new_page()
