@@ -19,10 +19,11 @@ log = logging.getLogger(__name__)
 
 _STUDENT_KEY = "tk_student"  # (nickname, class code) of this session once joined
 JOIN_BOX = "tk_class_join_open"  # the class box's expander: its form is drawn only while it is open
-_REMEMBERED = "tk_student_remembered"  # the browser's localStorage was written / read this session
-# Set by "leave": this session's cookies are those of its first request, so the name the browser had then must not
-# come back from them on a later run (a shared classroom laptop: the next student could not join)
-_LEFT = "tk_student_left"
+# What this session told the browser: "done" (the student kept), "forget" (left: to be forgotten), "forgotten".
+# A session that left stays left: its cookies are those of its first request, so the name the browser had then
+# must not come back from them on a later run (a shared classroom laptop: the next student could not join)
+_REMEMBERED = "tk_student_remembered"
+_LEFT = ("forget", "forgotten")
 STORAGE_KEY = "triton-kitchen-student"
 COOKIE = "tk_student"  # "nickname:class", read back through st.context.cookies on the next visit
 COOKIE_DAYS = 180
@@ -52,7 +53,7 @@ def current_student() -> classroom.Student | None:
         st.session_state[_STUDENT_KEY] = (from_url.nickname, from_url.class_code)
         return from_url
     kept = st.session_state.get(_STUDENT_KEY)
-    if kept is None and not st.session_state.get(_LEFT):
+    if kept is None and st.session_state.get(_REMEMBERED) not in _LEFT:
         back = _from_cookie()
         kept = (back.nickname, back.class_code) if back is not None else None
     if kept:
@@ -70,7 +71,6 @@ def _join(nickname: str, class_code: str) -> None:
     st.session_state.pop("tk_join_error", None)
     st.session_state[_STUDENT_KEY] = (nickname, class_code)
     st.session_state.pop(_REMEMBERED, None)  # write the new name to the browser
-    st.session_state.pop(_LEFT, None)
     st.session_state.pop("tk_quiz", None)  # the quiz is read again, from this student's saved answers
     st.query_params["student"], st.query_params["class"] = nickname, class_code
 
@@ -79,7 +79,6 @@ def _leave() -> None:
     st.session_state.pop(_STUDENT_KEY, None)
     st.session_state.pop("tk_quiz", None)
     st.session_state[_REMEMBERED] = "forget"
-    st.session_state[_LEFT] = True
     for p in ("student", "class"):
         st.query_params.pop(p, None)
 
@@ -89,7 +88,7 @@ def _browser_memory(student: classroom.Student | None) -> None:
     with ``st.context.cookies``, and localStorage), or forget it after "leave".  Values are checked names,
     passed through JSON, never as HTML."""
     state = st.session_state.get(_REMEMBERED)
-    if state == "done" or (state is None and student is None):
+    if state in ("done", "forgotten") or (state is None and student is None):
         return
     if state == "forget":
         script = (
@@ -104,7 +103,7 @@ def _browser_memory(student: classroom.Student | None) -> None:
             f"window.parent.document.cookie = {json.dumps(cookie)};"
         )
     components.html(f"<script>{script}</script>", height=0)
-    st.session_state[_REMEMBERED] = "done"
+    st.session_state[_REMEMBERED] = "forgotten" if state == "forget" else "done"
 
 
 def render_join() -> classroom.Student | None:
