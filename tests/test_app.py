@@ -38,9 +38,13 @@ TIMEOUT = 60
 
 @pytest.fixture
 def remote(server, monkeypatch):
-    """Point the app at the session's server as a remote, through the environment."""
+    """Point the app at the session's server as a remote, through the environment, its metrics port closed
+    (a port nobody listens on: the host's 8002 may be another server's, such as a parallel test's app)."""
+    from triton_kitchen.server import free_port
+
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", f"127.0.0.1:{free_port()}")
     return server
 
 
@@ -106,9 +110,23 @@ def test_sidebar_status(remote, lang):
     table = at.sidebar.dataframe[0].value
     assert "image_classifier" in table.iloc[:, 0].tolist()
     assert table.iloc[:, 1].str.contains("READY").all()
-    # a remote server's metrics port (host:8002) is not this test server's: the table says so, counts left out
+    # no metrics port answers: the table says so, counts left out
     assert len(table.columns) == 2
     assert lessons.t("sidebar.metrics_none", lang) in [c.value for c in at.sidebar.caption]
+
+
+def test_sidebar_counts_from_a_remote_servers_metrics_url(remote, monkeypatch):
+    """TRITON_METRICS_URL names a remote server's metrics port: the models table adds its counts."""
+    monkeypatch.setenv("TRITON_METRICS_URL", remote.metrics_url)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.session_state["tk_models_open"] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.sidebar.dataframe[0].value
+    counts = [lessons.t(f"sidebar.col_{c}", "en") for c in ("served", "batch", "waiting")]
+    assert list(table.columns)[2:] == counts
+    assert lessons.t("sidebar.metrics_none", "en") not in [c.value for c in at.sidebar.caption]
 
 
 def test_language_switch(remote):

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from triton_kitchen import kserve
+from triton_kitchen import kserve, metrics
 from triton_kitchen.errors import KitchenError
 from triton_kitchen.server import (
     REPO_ROOT,
@@ -226,8 +226,12 @@ def test_binds_loopback_only(server):
 def test_remote_endpoint_from_env(monkeypatch):
     monkeypatch.setenv("TRITON_HTTP_URL", "http://gpu-box:8000/")
     monkeypatch.delenv("TRITON_GRPC_URL", raising=False)
+    monkeypatch.delenv("TRITON_METRICS_URL", raising=False)
     ep = Endpoint.from_env()
     assert (ep.http_url, ep.grpc_url, ep.embedded) == ("gpu-box:8000", "gpu-box:8001", False)
+    assert metrics.address_of(ep) == "gpu-box:8002"  # Triton's default metrics port on the HTTP host
+    monkeypatch.setenv("TRITON_METRICS_URL", "http://gpu-box:9102/")
+    assert metrics.address_of(Endpoint.from_env()) == "gpu-box:9102"
     monkeypatch.delenv("TRITON_HTTP_URL")
     assert Endpoint.from_env() is None
 

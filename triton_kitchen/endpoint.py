@@ -23,19 +23,22 @@ class Endpoint:
 
     @classmethod
     def from_env(cls) -> Endpoint | None:
-        """A remote server from ``TRITON_HTTP_URL`` / ``TRITON_GRPC_URL``, or None when neither is set."""
+        """A remote server from ``TRITON_HTTP_URL`` / ``TRITON_GRPC_URL`` (and ``TRITON_METRICS_URL``, for a
+        metrics port that is not the HTTP host's 8002), or None when neither of the first two is set."""
         http = os.environ.get("TRITON_HTTP_URL", "").strip()
         grpc = os.environ.get("TRITON_GRPC_URL", "").strip()
         if not http and not grpc:
             return None
-        return cls.remote(http, grpc)
+        return cls.remote(http, grpc, os.environ.get("TRITON_METRICS_URL", "").strip())
 
     @classmethod
-    def remote(cls, http_url: str = "", grpc_url: str = "") -> Endpoint:
-        """A remote server; a URL not given is the other one's host on Triton's default port."""
+    def remote(cls, http_url: str = "", grpc_url: str = "", metrics_url: str = "") -> Endpoint:
+        """A remote server; a URL not given is the other one's host on Triton's default port (the metrics
+        URL: left None, read as the HTTP host's 8002 by ``metrics.address_of``)."""
         http = host_port(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
         grpc = host_port(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
-        return cls(http_url=http, grpc_url=grpc, embedded=False)
+        metrics = host_port(metrics_url) if metrics_url else None
+        return cls(http_url=http, grpc_url=grpc, embedded=False, metrics_url=metrics)
 
 
 def host_port(url: str) -> str:

@@ -173,7 +173,9 @@ def raw_endpoint() -> Endpoint | None:
     it is up (starting it in the background on first use). :func:`endpoint` is what pages use."""
     if server_mode() == "remote":
         http_url, grpc_url = remote_urls()
-        return Endpoint(http_url=http_url, grpc_url=grpc_url, embedded=False)
+        env = Endpoint.from_env()  # its TRITON_METRICS_URL, while the server chosen is the environment's
+        metrics_url = env.metrics_url if env is not None and env.http_url == http_url else None
+        return Endpoint(http_url=http_url, grpc_url=grpc_url, embedded=False, metrics_url=metrics_url)
     sup = supervisor()
     if sup.server is None and sup.error is None:
         sup.start_async()  # no page waits for Triton: the status poller reruns them once it is up
