@@ -198,6 +198,21 @@ def browser():
         b.close()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding a ``slow`` test run first, the browser's before the rest (a stable sort: each module's
+    tests keep their order). With the README's ``-n 3`` (and pyproject's ``--dist loadfile
+    --no-loadscope-reorder``) each worker starts on one of the longest modules at once, instead of one of them
+    starting last and running alone."""
+    weight: dict[str, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            heavier = 2 if item.get_closest_marker("browser") else 1
+            path = item.nodeid.split("::")[0]
+            weight[path] = max(weight.get(path, 0), heavier)
+    items.sort(key=lambda item: -weight.get(item.nodeid.split("::")[0], 0))
+
+
 # Test tiers: `live` (tritonserver, browser, the running app) is marked automatically; `-m "not live"` is the
 # fast tier and refuses to start any server (tests/_tiers.py).
 pytest_plugins = ["_tiers"]

@@ -10,6 +10,7 @@ from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import batching, lessons
+from ui import batching_why
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -30,6 +31,7 @@ def test_lab_page_in_chinese_before_a_run(embedded):
     assert served["classifier"] >= 0 and set(served) >= {"classifier", "image_classifier"}
 
 
+@pytest.mark.slow
 def test_lab_shows_why_beside_what(embedded):
     server, lang = embedded, "en"
     original = batching.current_config(server.endpoint)
@@ -69,6 +71,9 @@ def test_lab_shows_why_beside_what(embedded):
     offered = points[lessons.t("why.col_offered", lang)]
     measured = points[lessons.t("why.col_rps_measured", lang)]
     assert len(points) == 6 and (offered.diff().dropna() > 0).all()
-    # below saturation the server keeps up with the offered rate
-    assert measured.iloc[0] == pytest.approx(offered.iloc[0], rel=0.25)
+    # below saturation the server keeps up with the offered rate: within 25 %, or within two requests counted
+    # at the edges of the page's window (answers inside it to requests sent before it, or after), whichever is
+    # more: at a low rate on a loaded machine the window holds few requests
+    edges_rps = 2 / batching_why.LOAD_WINDOW_S
+    assert abs(measured.iloc[0] - offered.iloc[0]) <= max(0.25 * offered.iloc[0], edges_rps)
     assert batching.current_config(server.endpoint) == original

@@ -22,6 +22,7 @@ def _open(lang: str) -> AppTest:
     return open_app_page(PAGE, lang)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["zh"])  # in English, the click pass presses every one of them in Chromium
 def test_chapter9_every_live_element(embedded, lang):
     original = kserve.model_config(embedded.endpoint, scheduling.MODEL)

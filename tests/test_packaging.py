@@ -104,3 +104,8 @@ def test_readme_test_setup_installs_the_dev_requirements():
     assert readme.count('python -m pytest -m "not live"') >= 2
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install -r requirements-dev.txt" in ci
+    # CI's test commands are the README's (zh and en), but for -q
+    runs = [line.replace(" -q", "") for line in ci.splitlines() if line.startswith("python -m pytest")]
+    assert len(runs) == 2, runs
+    for command in runs:
+        assert readme.count(command + " ") >= 2, command

@@ -168,6 +168,7 @@ def _shoot_elements(page, selector: str, name: str) -> int:
     return found.count()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["zh"])  # the stylesheet is the same in English (AppTest checks it there)
 def test_projector_mode_at_1024x768(app_url, browser, lang):
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from ui.i18n import lang, t
 
 LOAD_KEY = "batch_offered_load"
 LOAD_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)  # of the measured "on" throughput
+LOAD_WINDOW_S = 2.0  # each offered rate's measuring window
 
 
 def _fmt(v, spec: str = ".1f") -> str:
@@ -133,7 +134,13 @@ def offered_load_section(
             points = state.lab_run(
                 16,
                 lambda: batching.offered_load(
-                    ep, settings, rates, duration_s=2.0, stop=stop, progress=progress, calibration=cal
+                    ep,
+                    settings,
+                    rates,
+                    duration_s=LOAD_WINDOW_S,
+                    stop=stop,
+                    progress=progress,
+                    calibration=cal,
                 ),
             )
             if points is not state.BUSY:
