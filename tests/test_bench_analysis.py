@@ -28,9 +28,12 @@ def test_closed_loop_result_carries_the_server_breakdown_and_littles_law(server)
 
 
 def test_open_loop_below_saturation_throughput_is_the_offered_rate(server):
+    # hflip (a Python mirror) answers in milliseconds: 15 requests/s stays far below its capacity on a loaded
+    # machine too, so the run measures the open-loop schedule, not the classifier's limit (about 11/s measured
+    # under a parallel test run)
     r = B.run_bench(
         server.endpoint,
-        "classifier",
+        "hflip",
         "grpc",
         concurrency=4,
         duration_s=2.0,
@@ -44,7 +47,7 @@ def test_open_loop_below_saturation_throughput_is_the_offered_rate(server):
     assert "arrival_rate_rps" in law and law["mean_in_flight"] < 4
     poisson = B.run_bench(
         server.endpoint,
-        "classifier",
+        "hflip",
         "grpc",
         concurrency=4,
         duration_s=2.0,

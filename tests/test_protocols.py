@@ -134,7 +134,9 @@ def test_streaming_over_grpc_and_sse(server):
         assert [tok.strip() for tok in r.tokens] == text.split()
         assert r.ttft_ms is not None and r.ttft_ms < 1000
         assert len(r.inter_token_ms) == 3
-        assert min(r.inter_token_ms) > 10  # the model waits 20 ms between tokens
+        # the model waits 20 ms between tokens: they arrive spread out, not at once (one gap alone can be short:
+        # a token held up on a loaded machine arrives just before the next)
+        assert sum(r.inter_token_ms) > 30
         assert r.to_dict()["tokens"] == 4
 
 
