@@ -327,7 +327,13 @@ def test_flow_lab_page_names_and_words(remote):
     text = " ".join([at.title[0].value, *(c.value for c in at.caption), *(s.label for s in at.selectbox)])
     assert "集成模型" not in text
     assert not any("集成模型" in v for v in lessons.ui_strings("zh").values() if v)
-    for chart in at.get("plotly_chart"):
+    # a server answers: nothing drawn until the reader sends (no recording that could pass for their request)
+    assert not at.get("plotly_chart") and tz("lab_flow.send_first") in [i.value for i in at.info]
+    at.button(key="flow_send").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2 and tz("lab_flow.send_first") not in [i.value for i in at.info]
+    for chart in charts:
         assert json.loads(chart.proto.config).get("displayModeBar") is False  # no toolbar over the title
 
 
