@@ -149,7 +149,8 @@ def streamlit_app(env: dict[str, str | None] | None = None, log_name: str = "str
     """`streamlit run app.py` in a subprocess on a free port; yields its URL and stops it afterwards.
 
     ``env`` overrides os.environ; a value of None removes the variable (without TRITON_HTTP_URL and
-    TRITON_GRPC_URL the app starts its own embedded server). Its output goes to artifacts/<log_name>.
+    TRITON_GRPC_URL the app starts its own embedded server). Its output goes to artifacts/<log_name>: a name
+    of the module's own (the live tier runs modules on parallel workers; two apps must not share one log).
     """
     import os
     import subprocess

@@ -94,6 +94,7 @@ def test_batching_lab_page_renders(server, monkeypatch):
 
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
     at.query_params["lang"] = "en"
     switch_page(at, "views/lab_batching.py")

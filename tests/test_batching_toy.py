@@ -17,6 +17,7 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 def test_toy_replays_the_guide_and_a_stream(server, monkeypatch, lang):
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["lang"] = lang
     switch_page(at, "views/ch1_inference_server.py")

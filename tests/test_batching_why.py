@@ -71,9 +71,10 @@ def test_lab_shows_why_beside_what(embedded):
     offered = points[lessons.t("why.col_offered", lang)]
     measured = points[lessons.t("why.col_rps_measured", lang)]
     assert len(points) == 6 and (offered.diff().dropna() > 0).all()
-    # below saturation the server keeps up with the offered rate: within 25 %, or within two requests counted
-    # at the edges of the page's window (answers inside it to requests sent before it, or after), whichever is
-    # more: at a low rate on a loaded machine the window holds few requests
-    edges_rps = 2 / batching_why.LOAD_WINDOW_S
+    # below saturation the server keeps up with the offered rate: within 25 %, or within three requests of the
+    # page's window, whichever is more (at a low rate on a loaded machine the window holds few requests: one
+    # more sent in it by rounding, one answered in it though sent before it, one late send caught up)
+    edges_rps = 3 / batching_why.LOAD_WINDOW_S
+    assert measured.iloc[0] > 0
     assert abs(measured.iloc[0] - offered.iloc[0]) <= max(0.25 * offered.iloc[0], edges_rps)
     assert batching.current_config(server.endpoint) == original

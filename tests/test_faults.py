@@ -343,6 +343,7 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     small.ensure_running(60)
     monkeypatch.setenv("TRITON_HTTP_URL", small.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", small.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", small.metrics_url)  # not whoever holds 8002
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = "en"
     switch_page(at, "views/lab_protocols.py")

@@ -276,6 +276,7 @@ def test_page_sends_live_while_an_unrelated_model_is_unloaded(server, monkeypatc
     assert all(UNRELATED not in step_models(build_dag(n, repo, validate=False))[0] for n in ENSEMBLES)
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)  # remote mode on the session server
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
     ep = server.endpoint
     kserve.unload_model(ep, UNRELATED)
     try:

@@ -22,6 +22,7 @@ CH2, CH3, CH8 = "views/ch2_ensemble_config.py", "views/ch3_multi_model.py", "vie
 def remote(server, monkeypatch):
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
     return server
 
 

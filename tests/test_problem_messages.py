@@ -272,6 +272,7 @@ def test_dag_levels_not_stages():
 def remote(server, monkeypatch):
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
     return server
 
 

@@ -136,7 +136,7 @@ def test_streaming_over_grpc_and_sse(server):
         assert len(r.inter_token_ms) == 3
         # the model waits 20 ms between tokens: they arrive spread out, not at once (one gap alone can be short:
         # a token held up on a loaded machine arrives just before the next)
-        assert sum(r.inter_token_ms) > 30
+        assert sum(r.inter_token_ms) > 30 and max(r.inter_token_ms) > 10
         assert r.to_dict()["tokens"] == 4
 
 
@@ -216,6 +216,7 @@ def _lab(server, monkeypatch, page: str, lang: str):
 
     monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
     monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
+    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
     at.query_params["lang"] = lang
     switch_page(at, page)

@@ -101,7 +101,10 @@ if recorded:
     # With a server, nothing until the reader sends: the charts are their own request's, not a recording that
     # could pass for it (and a fresh tab of the lab draws no plotly chart). Without one, the recording.
     run = _recorded().get(model) if ep is None else None
-    st.info(t("lab_flow.replay_recorded" if ep is None else "lab_flow.send_first"))
+    if ep is None:
+        st.info(t("lab_flow.replay_recorded"))
+    elif not clicked:  # a send that failed says why above; no invitation to do it again
+        st.info(t("lab_flow.send_first", send=t("lab_flow.send")))
 if run is not None:
     animation, gantt = _figures(run, recorded, state.lang(), pacing)
     left, right = st.columns([3, 2])
