@@ -474,7 +474,8 @@ class _StatsWindow:
         timeout = max(0.1, min(2.0, self.deadline - time.perf_counter()))
         try:
             if which == "before":
-                self.composing = server_stats.composing_models(self.endpoint, self.model)
+                # bounded like the snapshot: against a hanging server this thread ends by the run's limit too
+                self.composing = server_stats.composing_models(self.endpoint, self.model, timeout=timeout)
             self.snaps[which] = server_stats.snapshot(self.endpoint, timeout=timeout)
         except (kserve.KServeError, ValueError) as exc:
             self.note = f"the statistics API did not answer: {exc}"

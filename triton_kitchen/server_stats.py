@@ -151,11 +151,17 @@ def breakdown(before: Snapshot, after: Snapshot, model: str, composing: list[str
     return Breakdown(model, model_delta(before, after, model), per)
 
 
-def composing_models(endpoint: Endpoint | str, model: str, _seen: set[str] | None = None) -> list[str]:
-    """The models an ensemble runs, nested ensembles expanded (their own names included); [] for a model."""
+def composing_models(
+    endpoint: Endpoint | str,
+    model: str,
+    _seen: set[str] | None = None,
+    timeout: float = kserve.DEFAULT_TIMEOUT_S,
+) -> list[str]:
+    """The models an ensemble runs, nested ensembles expanded (their own names included); [] for a model.
+    ``timeout`` bounds each config request."""
     seen = _seen if _seen is not None else set()
     try:
-        config = kserve.model_config(endpoint, model)
+        config = kserve.model_config(endpoint, model, timeout=timeout)
     except kserve.KServeError:
         return []
     names: list[str] = []
@@ -164,7 +170,7 @@ def composing_models(endpoint: Endpoint | str, model: str, _seen: set[str] | Non
         if name and name not in seen:
             seen.add(name)
             names.append(name)
-            names.extend(composing_models(endpoint, name, seen))
+            names.extend(composing_models(endpoint, name, seen, timeout))
     return names
 
 
