@@ -52,6 +52,7 @@ def test_a_dead_server_is_a_connection_error_and_a_failed_load():
     assert err.value.code == "load_failed" and "cannot read the loaded config" in err.value.detail
 
 
+@pytest.mark.timing
 def test_batching_on_vs_off_and_the_config_is_always_restored(server, monkeypatch):
     ep = server.endpoint
     original = Bt.current_config(ep)

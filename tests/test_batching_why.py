@@ -32,6 +32,7 @@ def test_lab_page_in_chinese_before_a_run(embedded):
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_lab_shows_why_beside_what(embedded):
     server, lang = embedded, "en"
     original = batching.current_config(server.endpoint)

@@ -171,6 +171,7 @@ def test_limits_are_checked():
 
 
 @pytest.mark.parametrize("protocol", ["http-binary", "grpc"])
+@pytest.mark.timing
 def test_bench_stops_in_time_against_a_server_that_hangs(hanging_endpoint, protocol):
     limit = 0.2 + 1.0 + 0.5  # warm-up + duration + grace
     arrays = {"input_image": np.zeros((1, 3, 224, 224), np.float32)}
@@ -333,6 +334,7 @@ def _spread(values: list[float]) -> float:
     return max(values) / min(values) - 1 if values and min(values) > 0 else float("inf")
 
 
+@pytest.mark.timing
 def test_perf_analyzer_agrees_within_ten_percent(server):
     if B.perf_analyzer_binary() is None:
         pytest.skip("perf_analyzer is not installed (tritonclient==2.51.0 ships it)")

@@ -9,6 +9,8 @@ from triton_kitchen import stability
 from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.server import free_port
 
+pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
+
 
 def test_closed_loop_result_carries_the_server_breakdown_and_littles_law(server):
     r = B.run_bench(server.endpoint, "classifier", "grpc", concurrency=2, duration_s=1.5, warmup_s=0.5)

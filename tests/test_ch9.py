@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import kserve, lessons, scheduling
 
+pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "views/ch9_scheduler.py"
 

@@ -183,6 +183,7 @@ def test_without_a_token_only_the_machine_running_the_app_has_the_controls(monke
     assert i18n.is_teacher()
 
 
+@pytest.mark.timing
 def test_first_start_does_not_hold_pages(small, monkeypatch):
     """A fresh app: pages draw at once while Triton starts, say "starting", and come up by themselves."""
     monkeypatch.delenv("TRITON_HTTP_URL", raising=False)
@@ -252,6 +253,7 @@ def test_start_survives_an_abort(small):
         srv.stop()
 
 
+@pytest.mark.timing
 def test_bench_against_a_server_killed_mid_run(small):
     small.ensure_running(60)
     ep = small.endpoint
@@ -277,6 +279,7 @@ def test_bench_against_a_server_killed_mid_run(small):
     assert small.ensure_running(60)
 
 
+@pytest.mark.timing
 def test_wrong_remote_url_has_a_status_within_2s(monkeypatch):
     for url in (f"127.0.0.1:{free_port()}", "10.255.255.1:8000", "no-such-host.invalid:8000"):
         monkeypatch.setenv("TRITON_HTTP_URL", url)

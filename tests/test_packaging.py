@@ -106,6 +106,6 @@ def test_readme_test_setup_installs_the_dev_requirements():
     assert "pip install -r requirements-dev.txt" in ci
     # CI's test commands are the README's (zh and en), but for -q
     runs = [line.replace(" -q", "") for line in ci.splitlines() if line.startswith("python -m pytest")]
-    assert len(runs) == 2, runs
+    assert len(runs) == 3, runs
     for command in runs:
         assert readme.count(command + " ") >= 2, command

@@ -125,6 +125,7 @@ def test_counting_proxy_counts_exact_bytes_both_ways():
     listener.close()
 
 
+@pytest.mark.timing
 def test_streaming_over_grpc_and_sse(server):
     text = "one two three four"
     runs = P.compare_streaming(server.endpoint, text, delay_ms=20, timeout_s=10)

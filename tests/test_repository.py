@@ -94,6 +94,7 @@ def test_summaries_tensors_batching():
     assert {r["model"] for r in rows} >= EXPECTED
 
 
+@pytest.mark.timing
 def test_server_status_embedded(server):
     status = repo.server_status(server.endpoint)
     assert status.up and status.version.startswith("2.51")

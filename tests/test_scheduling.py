@@ -12,6 +12,8 @@ from triton_kitchen import batching, kserve, scheduling
 from triton_kitchen.bench import BenchResult
 from triton_kitchen.scheduling import Burst, QueuePolicy, Sent
 
+pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
+
 BASE = {
     "name": "classifier",
     "max_batch_size": 8,

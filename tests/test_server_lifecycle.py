@@ -258,6 +258,7 @@ def test_serve_cli_ctrl_c_stops_everything(tiny_repo):
         proc.stdout.close()
 
 
+@pytest.mark.timing
 def test_killed_server_is_noticed_within_two_seconds_and_restarted(tiny_repo):
     srv = EmbeddedServer(tiny_repo, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
     with srv:
