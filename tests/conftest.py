@@ -53,6 +53,29 @@ CHROMIUM_ARGS = [
 ]
 
 
+def remote_env(server) -> dict[str, str]:
+    """The environment that points the app at ``server`` as a remote one, its metrics port named too (the host's
+    8002, the app's default, may be another server's: a parallel worker's app)."""
+    return {
+        "TRITON_HTTP_URL": server.http_url,
+        "TRITON_GRPC_URL": server.grpc_url,
+        "TRITON_METRICS_URL": server.metrics_url,
+    }
+
+
+def use_remote(monkeypatch, server, **overrides: str) -> None:
+    """Set :func:`remote_env` (with ``overrides``, such as TRITON_METRICS_URL) for this test."""
+    for name, value in {**remote_env(server), **overrides}.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def remote(server, monkeypatch):
+    """The app points at the session's server as a remote one (:func:`use_remote`)."""
+    use_remote(monkeypatch, server)
+    return server
+
+
 @pytest.fixture
 def embedded(server, monkeypatch):
     """The app's embedded server is the session's (already started); restored afterwards."""

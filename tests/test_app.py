@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import conftest
 import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
@@ -42,9 +43,7 @@ def remote(server, monkeypatch):
     (a port nobody listens on: the host's 8002 may be another server's, such as a parallel test's app)."""
     from triton_kitchen.server import free_port
 
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", f"127.0.0.1:{free_port()}")
+    conftest.use_remote(monkeypatch, server, TRITON_METRICS_URL=f"127.0.0.1:{free_port()}")
     return server
 
 

@@ -3,6 +3,7 @@ config restored afterwards, on error too. One test reloads the shared classifier
 
 from __future__ import annotations
 
+import conftest
 import pytest
 from conftest import switch_page
 
@@ -93,9 +94,7 @@ def test_batching_lab_page_renders(server, monkeypatch):
 
     from triton_kitchen import lessons
 
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
+    conftest.use_remote(monkeypatch, server)
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
     at.query_params["lang"] = "en"
     switch_page(at, "views/lab_batching.py")

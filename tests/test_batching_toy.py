@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import conftest
 import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
@@ -15,9 +16,7 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_toy_replays_the_guide_and_a_stream(server, monkeypatch, lang):
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
+    conftest.use_remote(monkeypatch, server)
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["lang"] = lang
     switch_page(at, "views/ch1_inference_server.py")

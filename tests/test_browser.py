@@ -28,12 +28,10 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def app_url(server):
     """`streamlit run app.py` in a subprocess, pointed at the session's running server."""
-    env = {
-        "TRITON_HTTP_URL": server.http_url,
-        "TRITON_GRPC_URL": server.grpc_url,
-        "TRITON_METRICS_URL": server.metrics_url,
-    }
-    with conftest.streamlit_app(env, log_name="streamlit-browser.log") as (url, _proc):
+    with conftest.streamlit_app(conftest.remote_env(server), log_name="streamlit-browser.log") as (
+        url,
+        _proc,
+    ):
         yield url
 
 

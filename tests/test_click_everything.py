@@ -749,12 +749,10 @@ def en_pass():
 @pytest.fixture(scope="module")
 def remote_pass(server):
     """The remote pass, started at once in its own thread (see _remote)."""
-    env = {
-        "TRITON_HTTP_URL": server.http_url,
-        "TRITON_GRPC_URL": server.grpc_url,
-        "TRITON_METRICS_URL": server.metrics_url,
-    }
-    with conftest.streamlit_app(env, log_name="streamlit-click-remote.log") as (url, _proc):
+    with conftest.streamlit_app(conftest.remote_env(server), log_name="streamlit-click-remote.log") as (
+        url,
+        _proc,
+    ):
         running = InThread(lambda browser: _remote(browser, url))
         yield running
         running.teardown("remote")

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import conftest
 import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
@@ -344,9 +345,7 @@ def test_lab_budget_is_shared_and_says_busy():
 
 def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     small.ensure_running(60)
-    monkeypatch.setenv("TRITON_HTTP_URL", small.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", small.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", small.metrics_url)  # not whoever holds 8002
+    conftest.use_remote(monkeypatch, small)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = "en"
     switch_page(at, "views/lab_protocols.py")

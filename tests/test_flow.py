@@ -7,6 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
+import conftest
 import pytest
 
 from triton_kitchen import flow, kserve
@@ -274,9 +275,7 @@ def test_page_sends_live_while_an_unrelated_model_is_unloaded(server, monkeypatc
 
     repo = ROOT / "model_repository"
     assert all(UNRELATED not in step_models(build_dag(n, repo, validate=False))[0] for n in ENSEMBLES)
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)  # remote mode on the session server
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
+    conftest.use_remote(monkeypatch, server)  # remote mode on the session server
     ep = server.endpoint
     kserve.unload_model(ep, UNRELATED)
     try:

@@ -18,14 +18,6 @@ TIMEOUT = 90
 CH2, CH3, CH8 = "views/ch2_ensemble_config.py", "views/ch3_multi_model.py", "views/ch8_mistakes.py"
 
 
-@pytest.fixture
-def remote(server, monkeypatch):
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
-    return server
-
-
 def open_page(page: str, lang: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang

@@ -268,14 +268,6 @@ def test_dag_levels_not_stages():
 # -- the page: ch2 in Chinese with a wrong key --------------------------------------------------
 
 
-@pytest.fixture
-def remote(server, monkeypatch):
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
-    return server
-
-
 def _open_ch2(lang: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = lang

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 
+import conftest
 import numpy as np
 import pytest
 from conftest import switch_page
@@ -215,9 +216,7 @@ def _lab(server, monkeypatch, page: str, lang: str):
 
     from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
+    conftest.use_remote(monkeypatch, server)
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
     at.query_params["lang"] = lang
     switch_page(at, page)

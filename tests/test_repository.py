@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 
+import conftest
 import pytest
 
 from triton_kitchen import catalog
@@ -258,9 +259,7 @@ def test_ch1_other_repository_stays_under_the_root(server, monkeypatch, lang):
 
     from triton_kitchen import lessons
 
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
+    conftest.use_remote(monkeypatch, server)
     monkeypatch.delenv(repo.REPOSITORY_ROOT_ENV, raising=False)
     at = AppTest.from_file(str(repo.REPO_ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = lang

@@ -33,14 +33,6 @@ def tz(key: str, **kw) -> str:
     return lessons.t(key, "zh", **kw)
 
 
-@pytest.fixture
-def remote(server, monkeypatch):
-    monkeypatch.setenv("TRITON_HTTP_URL", server.http_url)
-    monkeypatch.setenv("TRITON_GRPC_URL", server.grpc_url)
-    monkeypatch.setenv("TRITON_METRICS_URL", server.metrics_url)  # not whoever holds 8002
-    return server
-
-
 def page(path: str | None, lang: str = "zh", state: dict | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
@@ -329,15 +321,12 @@ def test_flow_lab_page_names_and_words(remote):
     assert "集成模型" not in text
     assert not any("集成模型" in v for v in lessons.ui_strings("zh").values() if v)
     # a server answers: nothing drawn until the reader sends (no recording that could pass for their request)
-    assert not at.get("plotly_chart") and tz("lab_flow.send_first", send=tz("lab_flow.send")) in [
-        i.value for i in at.info
-    ]
+    invitation = tz("lab_flow.send_first", send=tz("lab_flow.send"))
+    assert not at.get("plotly_chart") and invitation in [i.value for i in at.info]
     at.button(key="flow_send").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     charts = at.get("plotly_chart")
-    assert len(charts) == 2 and tz("lab_flow.send_first", send=tz("lab_flow.send")) not in [
-        i.value for i in at.info
-    ]
+    assert len(charts) == 2 and invitation not in [i.value for i in at.info]
     for chart in charts:
         assert json.loads(chart.proto.config).get("displayModeBar") is False  # no toolbar over the title
 
@@ -429,8 +418,7 @@ def test_grpc_is_written_grpc(remote):
 @pytest.mark.skipif(not Path(conftest.CHROMIUM).exists(), reason="Debian's chromium is not installed")
 def test_home_url_shows_the_welcome_page(remote, browser):
     """/home was declared (url_path="home") but Streamlit served that page at / only: "Page not found"."""
-    env = {"TRITON_HTTP_URL": remote.http_url, "TRITON_GRPC_URL": remote.grpc_url}
-    with conftest.streamlit_app(env, log_name="streamlit-home-url.log") as (url, _):
+    with conftest.streamlit_app(conftest.remote_env(remote), log_name="streamlit-home-url.log") as (url, _):
         page = browser.new_page()
         for path in ("/home?lang=zh", "/?lang=zh"):
             page.goto(url + path)

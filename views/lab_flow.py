@@ -97,13 +97,14 @@ if clicked:
 
 run = st.session_state.get("flow_run")
 recorded = run is None or (run.dag.name != model and not run.edited)
-if recorded:
-    # With a server, nothing until the reader sends: the charts are their own request's, not a recording that
-    # could pass for it (and a fresh tab of the lab draws no plotly chart). Without one, the recording.
-    run = _recorded().get(model) if ep is None else None
-    if ep is None:
-        st.info(t("lab_flow.replay_recorded"))
-    elif not clicked:  # a send that failed says why above; no invitation to do it again
+# With a server, nothing until the reader sends: the charts are their own request's, not a recording that could
+# pass for it (and a fresh tab of the lab draws no plotly chart). Without one, the recording.
+if recorded and ep is None:
+    run = _recorded().get(model)
+    st.info(t("lab_flow.replay_recorded"))
+elif recorded:
+    run = None
+    if not clicked:  # a send that failed says why above; no invitation to do it again
         st.info(t("lab_flow.send_first", send=t("lab_flow.send")))
 if run is not None:
     animation, gantt = _figures(run, recorded, state.lang(), pacing)
