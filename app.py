@@ -79,4 +79,13 @@ def run() -> None:
     page.run()
 
 
-run()
+if __name__ == "__main__":  # a script run (every page view)
+    run()
+else:  # `streamlit run app.py` imports this module and serves `app` (see ui/backend_base.py)
+    from starlette.middleware import Middleware
+    from streamlit.starlette import App
+
+    from ui.backend_base import BackendBaseHint
+
+    _URLS = [p.url for p in (*pages.PAGES, pages.TEACHER)] + [pages.HOME_ALIAS_URL]
+    app = App(__file__, middleware=[Middleware(BackendBaseHint, page_urls=_URLS)])

@@ -148,3 +148,28 @@ def test_editor_error_in_browser(app_url, browser):
     assert_no_exception(page, "ch2 invalid")
     shoot(page, "ch2_invalid_en")
     page.close()
+
+
+def test_a_fresh_tab_of_a_chapter_connects_at_once(app_url, browser):
+    """A chapter's own URL in a new tab asks the app's root for Streamlit's health and opens the websocket there,
+    without first asking /ch3/_stcore/health (a 404, then Streamlit's 100 ms wait: ui/backend_base.py); then the
+    page works. Fails if app.py stops serving through the middleware or Streamlit stops reading the hint."""
+    page = browser.new_page()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    sockets: list[str] = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    try:
+        page.goto(f"{app_url}/ch3?lang=en", wait_until="domcontentloaded")
+        wait_until_done(page)
+        assert_no_exception(page, "fresh ch3")
+        assert page.locator("[data-testid=stMain] h1").first.inner_text().strip()
+        health = [u for u in asked if "_stcore/health" in u]
+        assert health and all(u.startswith(f"{app_url}/_stcore/health") for u in health), health
+        assert sockets == [app_url.replace("http://", "ws://") + "/_stcore/stream"], sockets
+        page.locator("[data-testid=stSidebarNav] a[href$='/ch4']").first.click()  # the app's own links still work
+        page.wait_for_url("**/ch4*")
+        wait_until_done(page)
+        assert_no_exception(page, "ch4 from a fresh ch3")
+    finally:
+        page.close()
