@@ -18,7 +18,10 @@ def _static(seen: list):
         seen.append(scope)
         accepts_gzip = any(k == b"accept-encoding" and b"gzip" in v for k, v in scope["headers"])
         body = gzip.compress(INDEX) if accepts_gzip else INDEX
-        headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        headers = [
+            (b"content-type", b"text/html; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]
         if accepts_gzip:
             headers.append((b"content-encoding", b"gzip"))
         await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -167,7 +167,8 @@ def test_a_fresh_tab_of_a_chapter_connects_at_once(app_url, browser):
         health = [u for u in asked if "_stcore/health" in u]
         assert health and all(u.startswith(f"{app_url}/_stcore/health") for u in health), health
         assert sockets == [app_url.replace("http://", "ws://") + "/_stcore/stream"], sockets
-        page.locator("[data-testid=stSidebarNav] a[href$='/ch4']").first.click()  # the app's own links still work
+        # the app's own links still work
+        page.locator("[data-testid=stSidebarNav] a[href$='/ch4']").first.click()
         page.wait_for_url("**/ch4*")
         wait_until_done(page)
         assert_no_exception(page, "ch4 from a fresh ch3")
