@@ -15,7 +15,9 @@ Three modes, one Streamlit process each: the app's own embedded server (zh and e
 its server was restarted from the sidebar (the flow lab must then show a live trace, not the recording),
 and the app pointed at a remote server (the session's ``server``): a demo that needs the embedded server's
 control API must say so in the user's language. Load tests are clicked with the smallest settings the page
-offers. Screenshots go to artifacts/screenshots/click_*.png, a summary to artifacts/click_everything.json.
+offers. A summary goes to artifacts/click_everything.json; a page with a problem is photographed whole to
+artifacts/screenshots/click_*.png, and with TK_SHOTS=1 every page the passes name is (to look at after a change:
+each whole-page shot costs seconds of Chromium's time, the suite has little).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"
+# Every page the passes name photographed whole, not only pages with a problem: a grown viewport lays out and
+# rasterizes a page up to 9000 px tall, about 8 s of Chromium's CPU per shot on 2 cores (a quarter of the module's
+# CPU on three pages, measured), when the live tier's parallel part keeps both cores busy
+SHOT_EVERY_PAGE = bool(os.environ.get("TK_SHOTS"))
 LANGS = ("zh", "en")
 MAX_ACTIONS = 160  # per page visit: a page that keeps growing new buttons is a bug, not a reason to hang
 RUN_TIMEOUT_S = 150.0  # one script run; the longest (batching lab, minimum settings) takes ~20 s on 2 cores
@@ -640,7 +646,7 @@ class Pass:
         if self.lang == "zh":  # every box is open now: the whole page's Chinese, as Chromium lays it out
             for defect in cjk_rendering_defects(page.evaluate(RENDERED_TEXT_JS)):
                 visit.problems.append(f"{visit.name}: Chinese rendered wrong: {defect}")
-        if shot or any(p.startswith(visit.name) for p in self.problems):
+        if (shot and SHOT_EVERY_PAGE) or any(p.startswith(visit.name) for p in self.problems):
             shoot(page, f"click_{self.mode}_{slug or 'home'}_{self.lang}")
         self.timings[f"{self.mode}/{self.lang}/{slug or 'home'}"] = {
             "s": round(time.monotonic() - t0, 1),
@@ -817,13 +823,19 @@ def _flow_send(run: Pass, when: str, restart=None) -> str:
         settle(page, t0, expect_run_s=5)
         visit.check(page, f"flow_send {when}")
         text = _norm(page.locator("[data-testid=stMain]").inner_text())
-        shoot(page, f"click_restart_lab-flow_{when.replace(' ', '-')}_{run.lang}")
+        source = next(
+            (
+                s
+                for s in ("trace", "statistics", "recorded")
+                if _norm(UI[run.lang][f"lab_flow.source_{s}"]) in text
+            ),
+            "none",
+        )
+        if SHOT_EVERY_PAGE or source != "trace":  # the test fails on anything but a live trace
+            shoot(page, f"click_restart_lab-flow_{when.replace(' ', '-')}_{run.lang}")
     finally:
         page.close()
-    for source in ("trace", "statistics", "recorded"):
-        if _norm(UI[run.lang][f"lab_flow.source_{source}"]) in text:
-            return source
-    return "none"
+    return source
 
 
 def _restart_button(page) -> None:
