@@ -88,4 +88,7 @@ else:  # `streamlit run app.py` imports this module and serves `app` (see ui/bac
     from ui.backend_base import BackendBaseHint
 
     _URLS = [p.url for p in (*pages.PAGES, pages.TEACHER)] + [pages.HOME_ALIAS_URL]
-    app = App(__file__, middleware=[Middleware(BackendBaseHint, page_urls=_URLS)])
+    _BASE = st.get_option(
+        "server.baseUrlPath"
+    )  # the command line's and config.toml's, loaded before this import
+    app = App(__file__, middleware=[Middleware(BackendBaseHint, page_urls=_URLS, base_path=_BASE)])

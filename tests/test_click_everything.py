@@ -831,7 +831,8 @@ def _flow_send(run: Pass, when: str, restart=None) -> str:
             ),
             "none",
         )
-        if SHOT_EVERY_PAGE or source != "trace":  # the test fails on anything but a live trace
+        # the test fails on anything but a live trace, or on a problem on the page
+        if SHOT_EVERY_PAGE or source != "trace" or any(p.startswith(visit.name) for p in run.problems):
             shoot(page, f"click_restart_lab-flow_{when.replace(' ', '-')}_{run.lang}")
     finally:
         page.close()

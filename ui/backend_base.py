@@ -26,48 +26,62 @@ HINT = (
 
 
 class BackendBaseHint:
-    """Adds HINT to the HTML answered for ``/<page>`` (one of ``page_urls``); everything else passes through."""
+    """Adds HINT to the HTML answered for ``<base_path>/<page>`` (a page of ``page_urls``, under Streamlit's
+    ``server.baseUrlPath``); everything else passes through untouched."""
 
-    def __init__(self, app: ASGIApp, page_urls: Iterable[str]) -> None:
+    def __init__(self, app: ASGIApp, page_urls: Iterable[str], base_path: str = "") -> None:
         self.app = app
-        self.page_urls = frozenset(page_urls)
+        prefix = "/" + base_path.strip("/") if base_path.strip("/") else ""
+        self.page_paths = frozenset(f"{prefix}/{url}" for url in page_urls if url)
 
     def _is_page(self, scope: Scope) -> bool:
-        return (
-            scope["type"] == "http"
-            and scope.get("method") == "GET"
-            and scope["path"].rsplit("/", 1)[-1] in self.page_urls
-        )
+        return scope["type"] == "http" and scope.get("method") == "GET" and scope["path"] in self.page_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._is_page(scope):
             await self.app(scope, receive, send)
             return
-        # the page's HTML uncompressed (about 1 KB), so the hint can go in
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"accept-encoding"]
-        scope = {**scope, "headers": headers}
-        start: Message = {}
+        # the page's HTML uncompressed (about 10 KB), so the hint can go in; and no zero-copy file send, whose
+        # body this middleware would not see
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"accept-encoding", b"range")]
+        extensions = {
+            k: v for k, v in (scope.get("extensions") or {}).items() if k != "http.response.pathsend"
+        }
+        scope = {**scope, "headers": headers, "extensions": extensions}
+        held: Message | None = None  # a 200 HTML answer's start, sent once its body has the hint
         body: list[bytes] = []
 
         async def send_with_hint(message: Message) -> None:
-            nonlocal start
+            nonlocal held
             if message["type"] == "http.response.start":
-                start = message
+                if message.get("status") == 200 and _is_html(message):
+                    held = message
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                await _send_with_hint(send, held, b"".join(body))
                 return
-            if message["type"] != "http.response.body":
-                await send(message)
-                return
-            body.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            data = b"".join(body)
-            out_headers = list(start.get("headers", []))
-            is_html = any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in out_headers)
-            if is_html and b"<head>" in data:
-                data = data.replace(b"<head>", b"<head>" + HINT, 1)
-                out_headers = [(k, v) for k, v in out_headers if k.lower() != b"content-length"]
-                out_headers.append((b"content-length", str(len(data)).encode()))
-            await send({**start, "headers": out_headers})
-            await send({"type": "http.response.body", "body": data})
+            await send(message)
 
         await self.app(scope, receive, send_with_hint)
+
+
+def _is_html(start: Message) -> bool:
+    return any(
+        k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in start.get("headers", [])
+    )
+
+
+async def _send_with_hint(send: Send, start: Message, data: bytes) -> None:
+    """The page's answer with HINT in its head: its length anew, and no validator of the file's own (the body
+    differs from index.html's, so its ETag and date no longer name it)."""
+    headers = list(start.get("headers", []))
+    if b"<head>" in data:
+        data = data.replace(b"<head>", b"<head>" + HINT, 1)
+        dropped = (b"content-length", b"etag", b"last-modified")
+        headers = [(k, v) for k, v in headers if k.lower() not in dropped]
+        headers.append((b"content-length", str(len(data)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
