@@ -638,7 +638,10 @@ class Pass:
         t0 = time.monotonic()
         self._go(slug)
         page, visit = self.page, Visit(self.mode, self.lang, slug, self.problems)
-        assert f"lang={self.lang}" in page.url, f"{visit.name}: the language was lost on the way: {page.url}"
+        try:  # the sidebar's poller puts it back within a tick if the switch's URL update lost it
+            page.wait_for_url(re.compile(rf"[?&]lang={self.lang}(&|$)"), timeout=5_000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"{visit.name}: the language was lost on the way: {page.url}") from None
         visit.check(page, "opening")
         if not slug:
             sidebar_controls(page, visit)

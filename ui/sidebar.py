@@ -173,6 +173,9 @@ def _watch() -> None:
     """Every POLL_S: has the server died, come back, or changed address since this page was drawn? Says
     so at once (stopped / restarting / failed), and reruns the whole page when it changed, so every page
     picks up the new endpoint (a restarted server may listen on other ports)."""
+    # the URL's language and model back within a tick if a page switch's URL update lost them (a poll run that
+    # overlapped the switch wrote the URL without its query string: seen once in a clean-clone click test)
+    i18n.sync_query_params()
     sig = _signature()
     shown = st.session_state.get("tk_shown")
     st.session_state["tk_shown"] = sig
