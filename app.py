@@ -88,7 +88,6 @@ else:  # `streamlit run app.py` imports this module and serves `app` (see ui/bac
     from ui.backend_base import BackendBaseHint
 
     _URLS = [p.url for p in (*pages.PAGES, pages.TEACHER)] + [pages.HOME_ALIAS_URL]
-    _BASE = st.get_option(
-        "server.baseUrlPath"
-    )  # the command line's and config.toml's, loaded before this import
+    # the command line's and config.toml's: `streamlit run` loads them before it imports this module
+    _BASE = st.get_option("server.baseUrlPath")
     app = App(__file__, middleware=[Middleware(BackendBaseHint, page_urls=_URLS, base_path=_BASE)])
