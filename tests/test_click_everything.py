@@ -137,6 +137,8 @@ FILE_SUFFIXES = {"py", "pbtxt", "json", "log", "txt", "png", "jpg", "jpeg", "onn
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 GENERIC = {lang: _norm(UI[lang]["error.unexpected"]) for lang in LANGS}
 
+INSIDE_BOXES = ("flow_inside", "ch2_inside", "ch3_par", "ch3_casc")  # ui/inside_dag.inside_view's keys
+
 # Error boxes a page means to show, once the widget that asks for them was used on that page:
 # (page slug or "*", widget key prefix) -> ui.toml keys of the messages allowed in an error box.
 MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -154,7 +156,7 @@ MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
     # one request inside an ensemble, sent a text file as the photo: the failing step, on purpose
     **{
         ("*", f"{box}_send"): ("inside.failed", "inside.failed_undecided", "inside.failed_nothing_ran")
-        for box in ("flow_inside", "ch2_inside", "ch3_par", "ch3_casc")
+        for box in INSIDE_BOXES
     },
 }
 
@@ -355,8 +357,8 @@ _COLLECT = """() => {
       add(el, 'segmented', key, label(el), {options: opts.length, picked: opts.findIndex(o => o.getAttribute('aria-checked') === 'true'), disabled});
     } else if (el.matches('[data-testid=stCheckbox]')) {
       add(el, 'toggle', key, label(el), {disabled});
-    } else {
-      add(el, 'button', key, label(el), {disabled});
+    } else {  // a download reruns nothing (the app's download buttons all say on_click="ignore")
+      add(el, 'button', key, label(el), {disabled, download: !!el.closest('[data-testid=stDownloadButton]')});
     }
   }
   return out;
@@ -439,7 +441,23 @@ AFTER = {"ch7_run": _ch7_mistakes}
 # load tests: only those in a pass's Scope.heavy run; the batching lab's offered-load sweep (six points, no
 # smaller setting) in none: tests/test_batching_why.py runs it through AppTest
 HEAVY = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run", "why_load_run"})
-SHARED = {"_source": "the image picker"}  # one component on many pages: its options are cycled once per pass
+# One component on many pages: its options are cycled once per pass (on the first page that shows it), its buttons
+# pressed on every page. Key pattern -> the component's name ({0}: the pattern's group, one control of several).
+SHARED = {
+    re.compile(r"_source$"): "the image picker",
+    # which input, which protocol, which overlay: the same widgets on four DAGs (the send buttons and the output
+    # toggles, which prune each DAG differently, are pressed on every one)
+    re.compile(rf"^(?:{'|'.join(INSIDE_BOXES)})_(src|proto|colour)(?:_|$)"): "the inside view's {0}",
+}
+
+
+def shared_component(key: str) -> str | None:
+    """The SHARED component a widget key belongs to, or None."""
+    for pattern, name in SHARED.items():
+        found = pattern.search(key)
+        if found:
+            return name.format(*found.groups())
+    return None
 
 
 @dataclass(frozen=True)
@@ -491,8 +509,10 @@ def _press(page, visit: Visit, item: dict) -> None:
         again = _found_again(page, item)
         t0 = now(page)
         again.click(timeout=30_000)
-    # buttons, toggles and lazy (keyed) containers rerun the script; plain tabs and expanders do not
-    settle(page, t0, expect_run_s=5 if kind in ("button", "toggle") or key else 0)
+    # buttons, toggles and lazy (keyed) containers rerun the script; plain tabs and expanders, and downloads, do
+    # not (waiting for a run after a download waited for the sidebar's next poll: ~1.5 s each, 20 per pass)
+    reruns = (kind in ("button", "toggle") or key) and not item.get("download")
+    settle(page, t0, expect_run_s=5 if reruns else 0)
     visit.actions += 1
     if time.monotonic() - started > 3:
         print(f"  {visit.name}: {what} took {time.monotonic() - started:.1f} s", flush=True)
@@ -527,7 +547,7 @@ def crawl(page, visit: Visit, scope: Scope, shared: set[str]) -> None:
         for item in page.evaluate(_COLLECT):
             kind, key = item["kind"], item["key"]
             item_id = _item_id(item)
-            component = next((name for suffix, name in SHARED.items() if key.endswith(suffix)), None)
+            component = shared_component(key)
             skip = (
                 item_id in done
                 or item.get("disabled")

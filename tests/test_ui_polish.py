@@ -367,6 +367,20 @@ def test_no_metric_shows_an_arrow_for_a_number_that_is_not_a_change():
     assert all(arrow == "off" for *_, arrow in calls), [c for c in calls if c[2] != "off"]
 
 
+def test_a_download_does_not_rerun_the_page():
+    """Every download button says ``on_click="ignore"``: saving a file changes nothing on the page, so the page
+    does not run again (a lab's whole page redrawn for a CSV). The click test relies on it: it waits for no run
+    after a download."""
+    calls = []
+    for path in sorted([*(ROOT / "views").glob("*.py"), *(ROOT / "ui").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "download_button":
+                on_click = {k.arg: k.value for k in node.keywords}.get("on_click")
+                calls.append((path.name, node.lineno, getattr(on_click, "value", None)))
+    assert len(calls) >= 7
+    assert all(on_click == "ignore" for *_, on_click in calls), [c for c in calls if c[2] != "ignore"]
+
+
 def test_rendered_metrics_have_no_arrow(remote):
     at = page("views/ch8_mistakes.py")
     deltas = [m for m in at.metric if m.proto.delta]

@@ -46,6 +46,7 @@ def _request_block(view: rv.HttpRequestView, ep) -> None:
         file_name=filename,
         mime="application/octet-stream",
         key=f"ch4_dl_{view.binary}",
+        on_click="ignore",  # a download changes nothing on the page: no rerun
     )
 
 

@@ -172,6 +172,7 @@ if result and result.get("on") and result.get("off"):
         "batching.json",
         "application/json",
         key="batch_json",
+        on_click="ignore",  # a download changes nothing on the page: no rerun
     )
 
 st.divider()

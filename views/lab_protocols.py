@@ -58,7 +58,12 @@ def _inputs() -> tuple[protocols.ModelInfo, dict]:
 def _download(rows: list[dict], name: str) -> None:
     d1, d2 = st.columns(2)
     d1.download_button(
-        t("lab_protocols.download_csv"), bench.rows_to_csv(rows), f"{name}.csv", "text/csv", key=f"{name}_csv"
+        t("lab_protocols.download_csv"),
+        bench.rows_to_csv(rows),
+        f"{name}.csv",
+        "text/csv",
+        key=f"{name}_csv",
+        on_click="ignore",  # a download changes nothing on the page: no rerun
     )
     d2.download_button(
         t("lab_protocols.download_json"),
@@ -66,6 +71,7 @@ def _download(rows: list[dict], name: str) -> None:
         f"{name}.json",
         "application/json",
         key=f"{name}_json",
+        on_click="ignore",
     )
 
 

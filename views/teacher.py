@@ -154,7 +154,11 @@ if code:
 
     st.subheader(t("teacher.export_title"))
     st.download_button(
-        t("teacher.csv"), classroom.answers_csv(store, code), file_name=f"{code}-answers.csv", mime="text/csv"
+        t("teacher.csv"),
+        classroom.answers_csv(store, code),
+        file_name=f"{code}-answers.csv",
+        mime="text/csv",
+        on_click="ignore",
     )
     with st.expander(t("teacher.reset_title")):
         sure = st.checkbox(t("teacher.reset_sure", code=code), key="tk_teacher_reset_sure")
