@@ -352,17 +352,23 @@ def test_diagrams_are_full_width(remote):
 
 
 # -- 17: metrics -------------------------------------------------------------------------------------------
+def _calls(method: str, *folders: str):
+    """Every ``<something>.<method>(...)`` call in the folders' modules: (file name, line, node, keywords)."""
+    for folder in folders:
+        for path in sorted((ROOT / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == method:
+                    yield path.name, node.lineno, node, {k.arg: k.value for k in node.keywords}
+
+
 def test_no_metric_shows_an_arrow_for_a_number_that_is_not_a_change():
     """Every st.metric with a delta (ch4 "× 2.4", ch6 "17 words in 664 ms", ch7 "probability", ch8,
     the labs) hides the arrow: none of them is a change."""
-    calls = []
-    for path in sorted((ROOT / "views").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "metric":
-                kw = {k.arg: k.value for k in node.keywords}
-                if len(node.args) >= 3 or "delta" in kw:
-                    arrow = kw.get("delta_arrow")
-                    calls.append((path.name, node.lineno, getattr(arrow, "value", None)))
+    calls = [
+        (name, line, getattr(kw.get("delta_arrow"), "value", None))
+        for name, line, node, kw in _calls("metric", "views")
+        if len(node.args) >= 3 or "delta" in kw
+    ]
     assert len(calls) >= 8
     assert all(arrow == "off" for *_, arrow in calls), [c for c in calls if c[2] != "off"]
 
@@ -371,12 +377,10 @@ def test_a_download_does_not_rerun_the_page():
     """Every download button says ``on_click="ignore"``: saving a file changes nothing on the page, so the page
     does not run again (a lab's whole page redrawn for a CSV). The click test relies on it: it waits for no run
     after a download."""
-    calls = []
-    for path in sorted([*(ROOT / "views").glob("*.py"), *(ROOT / "ui").glob("*.py")]):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "download_button":
-                on_click = {k.arg: k.value for k in node.keywords}.get("on_click")
-                calls.append((path.name, node.lineno, getattr(on_click, "value", None)))
+    calls = [
+        (name, line, getattr(kw.get("on_click"), "value", None))
+        for name, line, _, kw in _calls("download_button", "views", "ui")
+    ]
     assert len(calls) >= 7
     assert all(on_click == "ignore" for *_, on_click in calls), [c for c in calls if c[2] != "ignore"]
 
