@@ -490,9 +490,18 @@ def _press(page, visit: Visit, item: dict) -> None:
             order = [i for i in range(item["options"]) if i != picked] + ([picked] if picked >= 0 else [])
         for i in order:  # ... and back to what it was: the rest of the page needs it (the sample photo)
             box = page.locator(f".st-key-{key}" if key else f'[data-tk="{n}"]')
+            if not box.count():
+                # a late run of the last press hid it (the toy's stream controls once its mode is back on
+                # the guide): on a loaded machine that run can start seconds after the click
+                settle(page, now(page), expect_run_s=3)
+                if not box.count():
+                    print(f"  {visit.name}: {what} gone after a late rerun", flush=True)
+                    return
             t0 = now(page)
             box.locator(option_q).nth(i).click()
-            settle(page, t0, expect_run_s=3)
+            # each click changes the value, so a run follows: wait for it however late it starts (CI's two
+            # cores once started one more than 3 s after the click, and the crawl read the page before it)
+            settle(page, t0, expect_run_s=15)
             visit.actions += 1
             visit.check(page, f"{what} option {i}")
         return
@@ -512,7 +521,7 @@ def _press(page, visit: Visit, item: dict) -> None:
     # buttons, toggles and lazy (keyed) containers rerun the script; plain tabs and expanders, and downloads, do
     # not (waiting for a run after a download waited for the sidebar's next poll: ~1.5 s each, 20 per pass)
     reruns = (kind in ("button", "toggle") or key) and not item.get("download")
-    settle(page, t0, expect_run_s=5 if reruns else 0)
+    settle(page, t0, expect_run_s=15 if reruns else 0)
     visit.actions += 1
     if time.monotonic() - started > 3:
         print(f"  {visit.name}: {what} took {time.monotonic() - started:.1f} s", flush=True)
