@@ -12,7 +12,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from triton_kitchen import classroom
-from ui import i18n
+from ui import boxes, i18n
 from ui.i18n import t
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def render_join() -> classroom.Student | None:
             return student
         # Lazy, like the models table and the log: every page's first paint skips the form (an expander that
         # reruns when opened; a popover drew its form, inputs and button on every page, unseen)
-        box = st.expander(f"🎒 {t('class.join_title')}", key=JOIN_BOX, on_change="rerun")
+        box = boxes.remembered_expander(JOIN_BOX, f"🎒 {t('class.join_title')}")
         if not box.open:
             return None
         with box:

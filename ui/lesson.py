@@ -8,7 +8,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from triton_kitchen import lessons
-from ui import classroom, errors, handouts, i18n, request_map
+from ui import boxes, classroom, errors, handouts, i18n, request_map
+from ui.boxes import OPEN_BOXES
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -58,8 +59,6 @@ def render_lesson(
             handouts.download_buttons(chapter)  # to print: the lesson and quiz; the key for the teacher
 
 
-# {box key: open?}: which sections and quizzes the reader has open, kept across page switches
-OPEN_BOXES = "tk_open"
 ALL_OPEN = "*"  # in OPEN_BOXES: every box the reader has not closed starts open (the tests' whole pages)
 
 
@@ -74,12 +73,10 @@ def quiz_key(chapter: int) -> str:
 def lazy_box(key: str, label: str, first: bool = False):
     """An expander whose content is drawn only while it is open: a fresh page sends the first section and the
     others' headings, not every section's text and widgets (Chromium's drawing, not the script, is what makes
-    a fresh tab slow). Open or closed as the reader left it, also after a page switch (Streamlit forgets a
-    widget that is not drawn); the first section starts open. Returns the open box, or None."""
-    remembered = st.session_state.setdefault(OPEN_BOXES, {})
-    default = remembered.get(ALL_OPEN, first)
-    box = st.expander(label, expanded=remembered.get(key, default), key=key, on_change="rerun")
-    remembered[key] = bool(box.open)
+    a fresh tab slow). Open or closed as the reader left it, also after a page or language switch
+    (``ui.boxes``); the first section starts open. Returns the open box, or None."""
+    default = st.session_state.get(OPEN_BOXES, {}).get(ALL_OPEN, first)
+    box = boxes.remembered_expander(key, label, default)
     return box if box.open else None
 
 

@@ -15,7 +15,7 @@ import streamlit as st
 from triton_kitchen import metrics
 from triton_kitchen.repository import ServerStatus
 from triton_kitchen.server import DEFAULT_PORTS
-from ui import i18n, server
+from ui import boxes, i18n, server
 from ui.i18n import t
 
 LANG_LABELS = {"zh": "中文", "en": "English"}
@@ -119,7 +119,7 @@ def _status(status: ServerStatus | None) -> None:
     if ready < len(status.models):
         st.warning(t("sidebar.models_not_ready", n=len(status.models) - ready), icon="⛔")
     # Lazy: the table is drawn only while the expander is open (a fresh tab's first paint stays light).
-    models = st.expander(t("sidebar.models"), key="tk_models_open", on_change="rerun")
+    models = boxes.remembered_expander("tk_models_open", t("sidebar.models"))
     if not models.open:
         return
     with models:
@@ -234,7 +234,7 @@ def _embedded_details(embedded) -> None:
             )
         else:
             st.caption(t("sidebar.embedded_at", http=embedded.http_url, grpc=embedded.grpc_url))
-    log = st.expander(t("sidebar.log"), key="tk_log_open", on_change="rerun")
+    log = boxes.remembered_expander("tk_log_open", t("sidebar.log"))
     if log.open:  # lazy, like the models table: read and drawn only when asked for
         hide = log.toggle(t("sidebar.log_hide_gpu"), value=True, key="tk_log_hide_gpu")
         text, harmless = split_log(embedded.log_tail(400), hide)
