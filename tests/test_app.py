@@ -17,7 +17,6 @@ from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import catalog, lessons
-from triton_kitchen.demo import MISTAKES, SAMPLE_PHOTOS
 from ui import lesson as ui_lesson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,9 +139,37 @@ def test_language_switch(remote):
     assert lessons.load_lesson(1, "en").summary in [c.value for c in at.caption]
 
 
+def test_a_language_switch_keeps_what_the_reader_opened_and_chose(remote):
+    """What the reader opened (the sidebar's models box, a lesson section) stays open in the other language: an
+    expander's label is part of its identity, so a new label would draw a new, closed box (``ui.boxes``). What
+    they chose (a sample photo, chapter 7's mistake) stays chosen, shown in the new language."""
+    body = lambda lang: lessons.split_heading(lessons.load_lesson(1, lang).sections["repository"].strip())[1]  # noqa: E731
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    switch_page(at, CHAPTER_PAGES[0], open_boxes=False).run()
+    assert body("zh") not in [m.value for m in at.main.markdown] and not at.sidebar.dataframe
+    at.session_state["tk_models_open"] = True  # what a click on the sidebar's models box does
+    at.session_state[ui_lesson.section_key(1, "repository")] = True  # ... and on a closed section's heading
+    at.selectbox(key="ch1_sample").set_value("coffee").run()
+    assert body("zh") in [m.value for m in at.main.markdown] and at.sidebar.dataframe
+    at.sidebar.segmented_control(key="tk_lang_switch").set_value("en").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == lessons.load_lesson(1, "en").title
+    assert at.sidebar.dataframe, "the sidebar's models box closed on a language switch"
+    assert body("en") in [m.value for m in at.main.markdown], "the opened section closed on a language switch"
+    photo = at.selectbox(key="ch1_sample")
+    assert photo.value == "coffee" and lessons.t("image.sample_coffee", "en") in photo.options, photo.options
+    switch_page(at, CHAPTER_PAGES[6]).run()
+    at.selectbox(key="ch7_mistake").set_value("dtype").run()
+    at.sidebar.segmented_control(key="tk_lang_switch").set_value("zh").run()
+    mistake = at.selectbox(key="ch7_mistake")
+    assert mistake.value == "dtype" and lessons.t("ch7.mistake_dtype", "zh") in mistake.options, (
+        mistake.options
+    )
+
+
 def test_classify_sample_photo(remote):
     at = open_page(CHAPTER_PAGES[0], "en")
-    at.selectbox(key="ch1_sample").select_index(SAMPLE_PHOTOS.index("coffee")).run()
+    at.selectbox(key="ch1_sample").set_value("coffee").run()
     at.radio(key="tk_predict_ch1_count").set_value("one")
     at.button(key="ch1_classify").click().run()
     assert not at.exception
@@ -159,7 +186,7 @@ def test_classify_sample_photo(remote):
 
 def test_cascades_compare(remote):
     at = open_page(CHAPTER_PAGES[2], "en")
-    at.selectbox(key="ch3_sample").select_index(SAMPLE_PHOTOS.index("chelsea")).run()
+    at.selectbox(key="ch3_sample").set_value("chelsea").run()
     at.button(key="ch3_compare").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len([s for s in plotly_specs(at) if s.get("data") and s["data"][0].get("orientation") == "h"]) == 2
@@ -388,7 +415,7 @@ def test_python_demo_both_protocols(remote):
     assert lessons.t("ch7.out_probabilities", "en") in shown and any(
         lessons.t("predict.wrong", "en") in w.value for w in at.warning
     )
-    at.selectbox(key="ch7_mistake").select_index(MISTAKES.index("tensor_name")).run()
+    at.selectbox(key="ch7_mistake").set_value("tensor_name").run()
     at.button(key="ch7_run").click().run()
     assert not at.exception
     assert len(at.error) == 2 and "tensor" in at.error[0].value.lower()

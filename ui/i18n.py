@@ -6,12 +6,14 @@ they are mirrored in ``st.session_state`` because switching pages clears the que
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from triton_kitchen import lessons
 
@@ -28,9 +30,31 @@ def lang() -> str:
 
 
 def set_lang(value: str) -> None:
+    """Switch the session's language (the caller reruns). Every choice on the page stays as it is."""
+    _keep_choices()
     value = lessons.normalize_lang(value)
     st.session_state["tk_lang"] = value
     st.query_params["lang"] = value
+
+
+def _choice(value: Any) -> bool:
+    """A value a choice widget holds (an option, a number, a list of them): not a button's or a toggle's bool, not
+    an upload (those widgets refuse a value set through session state), not None."""
+    if isinstance(value, list | tuple):
+        return bool(value) and all(_choice(v) for v in value)
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _keep_choices() -> None:
+    """Pin each widget's value before a language switch. The browser sends a radio's or a select box's choice as
+    its label, and the next run, in the other language, finds no option with that label and falls back to the
+    default: the photo, the mistake, the mode the reader picked would silently change. A value set through
+    session state is taken as it is (options are ids, their labels come from ``format_func``)."""
+    for key in list(st.session_state):
+        value = st.session_state[key]
+        if _choice(value):
+            with contextlib.suppress(StreamlitAPIException):  # drawn already in this run (the switch itself)
+                st.session_state[key] = value
 
 
 def t(key: str, **kw: Any) -> str:

@@ -28,11 +28,17 @@ def pick_image(key: str) -> bytes | None:
     )
     data: bytes | None = None
     if source == "sample":
-        labels = {t(f"image.sample_{n}"): n for n in SAMPLE_PHOTOS}
-        choice = st.selectbox(
-            t("image.sample"), options=list(labels), key=f"{key}_sample", placeholder=t("widget.choose")
+        # the photo's name is the value, its label only what is shown: the same photo after a language switch
+        name = (
+            st.selectbox(
+                t("image.sample"),
+                options=list(SAMPLE_PHOTOS),
+                format_func={n: t(f"image.sample_{n}") for n in SAMPLE_PHOTOS}.get,
+                key=f"{key}_sample",
+                placeholder=t("widget.choose"),
+            )
+            or SAMPLE_PHOTOS[0]
         )
-        name = labels.get(choice, SAMPLE_PHOTOS[0])
         data = sample_jpeg(name)  # cached for the whole process
     elif source == "upload":
         upload = st.file_uploader(t("image.upload"), type=UPLOAD_TYPES, key=f"{key}_upload")

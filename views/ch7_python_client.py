@@ -18,10 +18,15 @@ def demo() -> None:
         st.caption(t("ch7.urls", http=ep.http_url, grpc=ep.grpc_url))
     use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo")
     image = pick_image("ch7") if use_photo else None
-    labels = {t(f"ch7.mistake_{m}"): m for m in MISTAKES}
-    mistake = labels.get(
-        st.selectbox(t("ch7.mistake"), list(labels), key="ch7_mistake", placeholder=t("widget.choose")),
-        "none",
+    mistake = (  # the mistake's name is the value, its label what is shown: the same one after a language switch
+        st.selectbox(
+            t("ch7.mistake"),
+            list(MISTAKES),
+            format_func={m: t(f"ch7.mistake_{m}") for m in MISTAKES}.get,
+            key="ch7_mistake",
+            placeholder=t("widget.choose"),
+        )
+        or "none"
     )
     options = {k: t(f"ch7.out_{k}") for k in ("one_hot", "probabilities", "other")}
     predict.ask("ch7_out", t("ch7.out_predict"), options)

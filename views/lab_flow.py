@@ -64,8 +64,12 @@ protocol = c2.radio(
     key="flow_protocol",
     format_func=state.protocol_labeller(),
 )
-pacing_labels = {t(f"lab_flow.pacing_{p}"): p for p in flow.PACINGS}
-pacing = pacing_labels[c3.radio(t("lab_flow.pacing"), list(pacing_labels), key=f"flow_pacing_{state.lang()}")]
+pacing = c3.radio(
+    t("lab_flow.pacing"),
+    list(flow.PACINGS),
+    format_func={p: t(f"lab_flow.pacing_{p}") for p in flow.PACINGS}.get,  # kept across a language switch
+    key="flow_pacing",
+)
 image = pick_image("flow")
 # None when this run's status check found nobody *live* there (not "ready": with strict readiness one unloaded
 # model, a batching-lab reload, makes the server "not ready" while it answers every other model): the recorded
