@@ -44,7 +44,7 @@ def test_toy_replays_the_guide_and_a_stream(server, monkeypatch, lang):
     at.toggle(key="toy_on").set_value(False).run()
     assert {m.label: m.value for m in at.metric}[lessons.t("toy.mean_batch", lang)] == "1.00"
 
-    at.radio(key="toy_closed").set_value(False).run()
+    at.radio(key="toy_arrivals").set_value("open").run()
     at.slider(key="toy_rate").set_value(600).run()  # more than the simulated kitchen can cook
     assert [w.value for w in at.warning] == [lessons.t("toy.saturated", lang)]
     at.slider(key="toy_rate").set_value(20).run()

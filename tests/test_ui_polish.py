@@ -385,6 +385,52 @@ def test_a_download_does_not_rerun_the_page():
     assert all(on_click == "ignore" for *_, on_click in calls), [c for c in calls if c[2] != "ignore"]
 
 
+CHOICE_WIDGETS = ("radio", "selectbox", "segmented_control", "pills", "multiselect", "select_slider")
+
+
+def _translated_or_bool(expr: ast.AST, assigned: dict[str, ast.AST]) -> bool:
+    """Options that are words in this run's language (a ``t(...)`` call, or a dict keyed by them) or bools."""
+    if isinstance(expr, ast.Call) and getattr(expr.func, "id", "") == "list" and expr.args:
+        expr = expr.args[0]
+    if isinstance(expr, ast.Name) and expr.id in assigned:
+        expr = assigned[expr.id]
+    if isinstance(expr, ast.DictComp):
+        expr = expr.key
+    elif isinstance(expr, ast.Dict):
+        expr = ast.List(elts=[k for k in expr.keys if k is not None])
+    calls_t = any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "t" for n in ast.walk(expr))
+    bools = any(isinstance(n, ast.Constant) and isinstance(n.value, bool) for n in ast.walk(expr))
+    return calls_t or bools
+
+
+def test_choice_options_are_ids_not_words():
+    """A radio, select box or segmented control takes ids as its options and shows words through
+    ``format_func``. Streamlit sends a choice back as its label: options that are this run's words, or bools,
+    cannot be pinned across a language switch (``ui.i18n.set_lang``), and the choice falls back to the default."""
+    found, bad = 0, []
+    for folder in ("views", "ui"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            assigned = {
+                target.id: node.value
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Assign)
+                for target in node.targets
+                if isinstance(target, ast.Name)
+            }
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in CHOICE_WIDGETS:
+                    kw = {k.arg: k.value for k in node.keywords}
+                    options = node.args[1] if len(node.args) > 1 else kw.get("options")
+                    if options is None:
+                        continue
+                    found += 1
+                    if _translated_or_bool(options, assigned):
+                        bad.append(f"{path.name}:{node.lineno}")
+    assert found >= 30
+    assert not bad, bad
+
+
 def test_rendered_metrics_have_no_arrow(remote):
     at = page("views/ch8_mistakes.py")
     deltas = [m for m in at.metric if m.proto.delta]

@@ -63,9 +63,10 @@ def _calibrate_button() -> None:
 
 
 def _stream() -> None:
-    labels = {True: t("toy.closed"), False: t("toy.open")}
-    closed = st.radio(
-        t("toy.arrivals"), [True, False], horizontal=True, key="toy_closed", format_func=labels.__getitem__
+    labels = {a: t(f"toy.{a}") for a in ("closed", "open")}  # ids, not bools: a language switch keeps them
+    closed = (
+        st.radio(t("toy.arrivals"), list(labels), horizontal=True, key="toy_arrivals", format_func=labels.get)
+        == "closed"
     )
     c1, c2, c3 = st.columns(3)
     if closed:
