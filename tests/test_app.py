@@ -165,6 +165,35 @@ def test_a_language_switch_keeps_what_the_reader_opened_and_chose(remote):
     assert mistake.value == "dtype" and lessons.t("ch7.mistake_dtype", "zh") in mistake.options, (
         mistake.options
     )
+    # a text box's first text follows the language until the reader edits it
+    switch_page(at, CHAPTER_PAGES[4]).run()
+    assert at.text_input(key="ch5_stream_text").value == lessons.t("ch5.stream_default", "zh")
+    at.sidebar.segmented_control(key="tk_lang_switch").set_value("en").run()
+    assert at.text_input(key="ch5_stream_text").value == lessons.t("ch5.stream_default", "en")
+
+
+def test_a_page_round_trip_keeps_what_the_reader_set(remote):
+    """Settings, typed text and predictions survive a trip to another page and back (``persist_state``): a lab's
+    result is never shown under settings that did not make it, a typed config is not lost."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    switch_page(at, CHAPTER_PAGES[1]).run()
+    edited = at.text_area(key="ch2_text").value + "\n# my own line\n"
+    at.text_area(key="ch2_text").set_value(edited).run()
+    switch_page(at, CHAPTER_PAGES[0]).run()
+    at.radio(key="ch1_protocol").set_value("http")
+    at.radio(key="tk_predict_ch1_count").set_value("one").run()
+    switch_page(at, "views/lab_batching.py").run()
+    at.slider(key="batch_c").set_value(2).run()
+    switch_page(at, CHAPTER_PAGES[2]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    switch_page(at, CHAPTER_PAGES[1]).run()
+    assert at.text_area(key="ch2_text").value == edited
+    switch_page(at, CHAPTER_PAGES[0]).run()
+    assert at.radio(key="ch1_protocol").value == "http"
+    assert at.radio(key="tk_predict_ch1_count").value == "one"
+    switch_page(at, "views/lab_batching.py").run()
+    assert at.slider(key="batch_c").value == 2
 
 
 def test_classify_sample_photo(remote):

@@ -431,6 +431,24 @@ def test_choice_options_are_ids_not_words():
     assert not bad, bad
 
 
+# every Streamlit input that takes persist_state (1.60)
+KEEPS_STATE = (*CHOICE_WIDGETS, "checkbox", "toggle", "slider", "number_input", "text_input", "text_area")
+
+
+def test_every_input_keeps_its_value_across_pages():
+    """Every keyed input says ``persist_state="session"``: a trip to another page and back keeps the reader's
+    settings, text and predictions (Streamlit forgets a widget that is not drawn), so a lab's result is never
+    shown under settings that did not make it."""
+    calls = [
+        (name, line, getattr(kw.get("persist_state"), "value", None))
+        for method in KEEPS_STATE
+        for name, line, _, kw in _calls(method, "views", "ui")
+        if "key" in kw
+    ]
+    assert len(calls) >= 60
+    assert all(scope == "session" for *_, scope in calls), [c for c in calls if c[2] != "session"]
+
+
 def test_rendered_metrics_have_no_arrow(remote):
     at = page("views/ch8_mistakes.py")
     deltas = [m for m in at.metric if m.proto.delta]

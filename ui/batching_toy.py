@@ -34,7 +34,12 @@ def _guide() -> None:
     st.caption(t("toy.guide_note"))
     labels = {c: t(f"toy.case_{c}") for c in CASES}  # bound now: format_func may run outside the script run
     case = st.radio(
-        t("toy.case"), list(CASES), format_func=labels.__getitem__, horizontal=True, key="toy_case"
+        t("toy.case"),
+        list(CASES),
+        format_func=labels.__getitem__,
+        horizontal=True,
+        key="toy_case",
+        persist_state="session",
     )
     result = simulator.simulate_arrivals(CASES[case], simulator.GUIDE_SERVICE, simulator.GUIDE_ARRIVALS)
     makespan = max(r.end_ms for r in result.requests)
@@ -65,23 +70,35 @@ def _calibrate_button() -> None:
 def _stream() -> None:
     labels = {a: t(f"toy.{a}") for a in ("closed", "open")}  # ids, not bools: a language switch keeps them
     closed = (
-        st.radio(t("toy.arrivals"), list(labels), horizontal=True, key="toy_arrivals", format_func=labels.get)
+        st.radio(
+            t("toy.arrivals"),
+            list(labels),
+            horizontal=True,
+            key="toy_arrivals",
+            persist_state="session",
+            format_func=labels.get,
+        )
         == "closed"
     )
     c1, c2, c3 = st.columns(3)
     if closed:
-        concurrency = c1.slider(t("toy.concurrency"), 1, 16, 8, key="toy_c")
+        concurrency = c1.slider(t("toy.concurrency"), 1, 16, 8, key="toy_c", persist_state="session")
         rate = None
     else:
-        rate = c1.slider(t("toy.rate"), 10, 600, 100, step=10, key="toy_rate")
+        rate = c1.slider(t("toy.rate"), 10, 600, 100, step=10, key="toy_rate", persist_state="session")
         concurrency = None
-    delay = c2.slider(t("toy.delay"), 0, 20_000, 0, step=500, key="toy_delay")
-    instances = c3.slider(t("toy.instances"), 1, 4, 1, key="toy_instances")
+    delay = c2.slider(t("toy.delay"), 0, 20_000, 0, step=500, key="toy_delay", persist_state="session")
+    instances = c3.slider(t("toy.instances"), 1, 4, 1, key="toy_instances", persist_state="session")
     c4, c5 = st.columns([2, 1])
     preferred = c4.multiselect(
-        t("toy.preferred"), list(range(1, 9)), default=[], key="toy_preferred", placeholder=t("widget.choose")
+        t("toy.preferred"),
+        list(range(1, 9)),
+        default=[],
+        key="toy_preferred",
+        persist_state="session",
+        placeholder=t("widget.choose"),
     )
-    on = c5.toggle(t("toy.batching_on"), value=True, key="toy_on")
+    on = c5.toggle(t("toy.batching_on"), value=True, key="toy_on", persist_state="session")
     config = simulator.BatcherConfig(
         dynamic_batching=on,
         preferred_batch_sizes=tuple(sorted(preferred)),
@@ -132,7 +149,12 @@ def render() -> None:
     st.caption(t("toy.caption"))
     labels = {m: t(f"toy.mode_{m}") for m in ("guide", "stream")}
     mode = st.radio(
-        t("toy.mode"), list(labels), horizontal=True, key="toy_mode", format_func=labels.__getitem__
+        t("toy.mode"),
+        list(labels),
+        horizontal=True,
+        key="toy_mode",
+        persist_state="session",
+        format_func=labels.__getitem__,
     )
     if mode == "guide":
         _guide()

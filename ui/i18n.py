@@ -62,6 +62,16 @@ def t(key: str, **kw: Any) -> str:
     return lessons.t(key, lang(), **kw)
 
 
+def default_text(key: str, text_key: str) -> str:
+    """A text box's first text, ``t(text_key)``. While the reader has not edited it, it follows a language switch:
+    a keyed widget keeps the text it was first drawn with, which would stay in the old language."""
+    text = t(text_key)
+    shown = st.session_state.get(key)
+    if shown != text and shown in {lessons.t(text_key, other) for other in lessons.LANGS}:
+        st.session_state[key] = text
+    return text
+
+
 def protocol_label(protocol: str, language: str | None = None) -> str:
     """How a protocol id ("grpc", "http", "http-json", ...) is written on screen: "gRPC", "HTTP", ..."""
     label = lessons.t(f"protocol.{protocol}", language or lang())

@@ -23,6 +23,7 @@ def pick_image(key: str) -> bytes | None:
             format_func={s: t(f"image.source_{s}") for s in SOURCES}.get,  # labels in this run's language
             default="sample",
             key=f"{key}_source",
+            persist_state="session",
         )
         or "sample"
     )
@@ -35,6 +36,7 @@ def pick_image(key: str) -> bytes | None:
                 options=list(SAMPLE_PHOTOS),
                 format_func={n: t(f"image.sample_{n}") for n in SAMPLE_PHOTOS}.get,
                 key=f"{key}_sample",
+                persist_state="session",
                 placeholder=t("widget.choose"),
             )
             or SAMPLE_PHOTOS[0]

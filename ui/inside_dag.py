@@ -53,24 +53,28 @@ def inside_view(
     outputs = [
         o
         for col, o in zip(cols, dag.outputs, strict=True)
-        if col.checkbox(o, value=True, key=f"{key}_o_{model}_{o}")
+        if col.checkbox(o, value=True, key=f"{key}_o_{model}_{o}", persist_state="session")
     ]
     c1, c2, c3 = st.columns([2, 1, 2])
     sources = ["photo", "text"] if inside_dag.takes_bytes(dag) else ["photo"]
     source = c1.radio(
-        t("inside.input"), sources, horizontal=True, key=f"{key}_src_{model}",
+        t("inside.input"), sources, horizontal=True, key=f"{key}_src_{model}", persist_state="session",
         format_func=_labeller("inside.input_"),
     )  # fmt: skip
     if protocol is None:
         protocol = c2.radio(
-            t("inside.protocol"), ["grpc", "http"], horizontal=True, key=f"{key}_proto",
+            t("inside.protocol"), ["grpc", "http"], horizontal=True, key=f"{key}_proto", persist_state="session",
             format_func=state.protocol_labeller(),
         )  # fmt: skip
     colour_by = c3.radio(
-        t("inside.overlay"), ["off", *inside_dag.COLOUR_BY], horizontal=True, key=f"{key}_colour",
+        t("inside.overlay"), ["off", *inside_dag.COLOUR_BY], horizontal=True, key=f"{key}_colour", persist_state="session",
         format_func=_labeller("inside.overlay_"),
     )  # fmt: skip
-    window = st.slider(t("inside.window"), 1, HISTORY, 1, key=f"{key}_window") if colour_by != "off" else 1
+    window = (
+        st.slider(t("inside.window"), 1, HISTORY, 1, key=f"{key}_window", persist_state="session")
+        if colour_by != "off"
+        else 1
+    )
     if len(sources) == 1:
         st.caption(t("inside.input_bytes_only", model=model))
     ep = state.endpoint()

@@ -176,6 +176,7 @@ def _questions(chapter: int, questions: list[lessons.Question]) -> None:
             format_func=lambda i, q=q: q.choices[i],
             index=None,
             key=key,
+            persist_state="session",
             disabled=first is not None,
             label_visibility="collapsed",
         )

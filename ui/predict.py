@@ -48,6 +48,7 @@ def ask(key: str, prompt: str, options: dict[str, str]) -> str | None:
         index=None,
         horizontal=True,
         key=_radio_key(key),
+        persist_state="session",
     )
 
 

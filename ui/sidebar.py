@@ -61,6 +61,7 @@ def _language_switch() -> None:
         format_func=LANG_LABELS.get,
         default=current,
         key="tk_lang_switch",
+        persist_state="session",
     )
     if choice and choice != current:
         i18n.set_lang(choice)
@@ -80,6 +81,7 @@ def _server_choice() -> None:
         }.get,  # labels made now, in this session's language
         horizontal=True,
         key="tk_mode_radio",
+        persist_state="session",
     )
     if picked == "remote":
         http_url, grpc_url = server.remote_urls()
@@ -236,7 +238,9 @@ def _embedded_details(embedded) -> None:
             st.caption(t("sidebar.embedded_at", http=embedded.http_url, grpc=embedded.grpc_url))
     log = boxes.remembered_expander("tk_log_open", t("sidebar.log"))
     if log.open:  # lazy, like the models table: read and drawn only when asked for
-        hide = log.toggle(t("sidebar.log_hide_gpu"), value=True, key="tk_log_hide_gpu")
+        hide = log.toggle(
+            t("sidebar.log_hide_gpu"), value=True, key="tk_log_hide_gpu", persist_state="session"
+        )
         text, harmless = split_log(embedded.log_tail(400), hide)
         log.code(text or "—", language=None, wrap_lines=True)
         if harmless:

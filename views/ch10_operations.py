@@ -85,7 +85,14 @@ def model_control_demo() -> None:
         st.info(t("lab_batching.remote_note"))
     _index(ep)
     ways = predict.choices("ch10.way", model_control.WAYS)
-    way = st.radio(t("ch10.way_pick"), list(ways), format_func=ways.get, horizontal=True, key="ch10_way")
+    way = st.radio(
+        t("ch10.way_pick"),
+        list(ways),
+        format_func=ways.get,
+        horizontal=True,
+        key="ch10_way",
+        persist_state="session",
+    )
     options = predict.choices("ch10.ctl", ("all_answered", "some_refused"))
     predict.ask("ch10_ctl", t("ch10.ctl_predict", way=ways[way]), options)
     if st.button(t("ch10.ctl_run"), type="primary", key="ch10_ctl_run"):
@@ -125,7 +132,7 @@ def metrics_demo() -> None:
     if ep is None:
         state.say_no_server()
         return
-    n = st.slider(t("ch10.met_n"), 2, 16, 8, key="ch10_met_n")
+    n = st.slider(t("ch10.met_n"), 2, 16, 8, key="ch10_met_n", persist_state="session")
     options = predict.choices("ch10.met", ("both_n", "fewer_exec"), n=n)
     predict.ask("ch10_met", t("ch10.met_predict", n=n), options)
     if st.button(t("ch10.met_run", n=n), type="primary", key="ch10_met_run"):
@@ -157,7 +164,9 @@ def wire_demo() -> None:
     if ep is None:
         state.say_no_server()
         return
-    batch = st.slider(t("ch10.wire_batch"), 1, wire_limits.MAX_BATCH, 7, key="ch10_wire_batch")
+    batch = st.slider(
+        t("ch10.wire_batch"), 1, wire_limits.MAX_BATCH, 7, key="ch10_wire_batch", persist_state="session"
+    )
     mb = batch * wire_limits.IMAGE_BYTES / 1e6
     options = predict.choices("ch10.wire", ("answered", "client_refused", "server_refused"))
     predict.ask("ch10_wire", t("ch10.wire_predict", n=batch, mb=f"{mb:.1f}"), options)

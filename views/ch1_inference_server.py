@@ -92,6 +92,7 @@ def order_a_meal() -> None:
             format_func=state.protocol_labeller(),
             horizontal=True,
             key="ch1_protocol",
+            persist_state="session",
         )
         ep = state.endpoint()
         options = {k: t(f"ch1.count_{k}") for k in ("one", "three", "four")}
@@ -140,6 +141,7 @@ def repository_browser() -> None:
         names,
         index=names.index(current) if current in names else 0,
         key="ch1_model",
+        persist_state="session",
         placeholder=t("widget.choose"),
     )
     if chosen != current:
@@ -150,7 +152,12 @@ def repository_browser() -> None:
 def other_repository() -> None:
     with st.expander(t("repo.other_title")):  # not lazy: a closed lazy expander would drop the uploads
         st.caption(t("repo.other_help", root=str(repository.repository_root())))
-        path = st.text_input(t("repo.other_path"), key="ch1_other_path", placeholder="model_repository")
+        path = st.text_input(
+            t("repo.other_path"),
+            key="ch1_other_path",
+            persist_state="session",
+            placeholder="model_repository",
+        )
         uploads = st.file_uploader(
             t("repo.other_upload"), type=["pbtxt", "txt"], accept_multiple_files=True, key="ch1_other_upload"
         )

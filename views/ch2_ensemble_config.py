@@ -40,7 +40,7 @@ def editor() -> None:
     predict.ask("ch2_swap", t("ch2.swap_predict"), swap_options)
     left, right = st.columns([1, 1])
     with left:
-        text = st.text_area(t("ch2.editor"), key=KEY, height=560)
+        text = st.text_area(t("ch2.editor"), key=KEY, persist_state="session", height=560)
         b1, b2 = st.columns(2)
         # on_click callbacks run before the next script run, i.e. before the text area exists again:
         # setting a widget's state after the widget is drawn raises StreamlitAPIException.

@@ -109,11 +109,12 @@ def memory() -> None:
         t("ch3.memory_model"),
         [catalog.IMAGE_CLASSIFIER, catalog.TTA_ENSEMBLE, catalog.CASCADE_ENSEMBLE, catalog.ENSEMBLE_PIPELINE],
         key="ch3_mem_model",
+        persist_state="session",
         placeholder=t("widget.choose"),
     )
     c1, c2 = st.columns(2)
-    batch = c1.select_slider(t("ch3.batch"), [1, 2, 4, 8], value=8, key="ch3_batch")
-    in_flight = c2.slider(t("ch3.in_flight"), 1, 128, 64, key="ch3_in_flight")
+    batch = c1.select_slider(t("ch3.batch"), [1, 2, 4, 8], value=8, key="ch3_batch", persist_state="session")
+    in_flight = c2.slider(t("ch3.in_flight"), 1, 128, 64, key="ch3_in_flight", persist_state="session")
     rows = _memory(name, batch, in_flight, catalog.fingerprint())
     per_request = [(r["bytes_per_request"] or 0) / 1e6 for r in rows]
     total = sum(per_request)

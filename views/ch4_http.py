@@ -57,6 +57,7 @@ def request_viewer() -> None:
         ["ensemble_pipeline", "image_classifier"],
         horizontal=True,
         key="ch4_model",
+        persist_state="session",
         help=t("ch4.model_help"),
     )
     image = pick_image("ch4")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import requests_view as rv
 from triton_kitchen.protocols.streaming import stream_grpc
-from ui import predict, state, tables
+from ui import i18n, predict, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
@@ -17,7 +17,11 @@ from ui.state import t
 def message_viewer() -> None:
     st.subheader(t("ch5.viewer_title"))
     model = st.radio(
-        t("classify.model"), ["ensemble_pipeline", "image_classifier"], horizontal=True, key="ch5_model"
+        t("classify.model"),
+        ["ensemble_pipeline", "image_classifier"],
+        horizontal=True,
+        key="ch5_model",
+        persist_state="session",
     )
     image = pick_image("ch5")
     if image is None:
@@ -61,9 +65,13 @@ def message_viewer() -> None:
 def streaming() -> None:
     st.subheader(t("ch5.stream_title"))
     text = st.text_input(
-        t("ch5.stream_text"), value=t("ch5.stream_default"), key="ch5_stream_text", max_chars=400
+        t("ch5.stream_text"),
+        value=i18n.default_text("ch5_stream_text", "ch5.stream_default"),
+        key="ch5_stream_text",
+        persist_state="session",
+        max_chars=400,
     )
-    delay = st.slider(t("ch5.stream_delay"), 0, 200, 60, step=10, key="ch5_delay")
+    delay = st.slider(t("ch5.stream_delay"), 0, 200, 60, step=10, key="ch5_delay", persist_state="session")
     ep = state.endpoint()
     options = {k: t(f"ch5.arrive_{k}") for k in ("early", "end")}
     predict.ask("ch5_arrive", t("ch5.arrive_predict"), options)

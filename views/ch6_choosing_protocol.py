@@ -9,7 +9,7 @@ from triton_kitchen.demo import stream_grpc, stream_sse
 from triton_kitchen.protocols import ProtocolError, sample_inputs
 from triton_kitchen.protocols.shm import compare_with_socket
 from triton_kitchen.protocols.streaming import first_token_outcome
-from ui import predict, state, tables
+from ui import i18n, predict, state, tables
 from ui.charts import token_arrivals
 from ui.lesson import page_link, render_lesson
 from ui.state import t
@@ -23,7 +23,13 @@ def to_lab() -> None:
 
 def sse_vs_grpc() -> None:
     st.subheader(t("ch6.stream_title"))
-    text = st.text_input(t("ch5.stream_text"), value=t("ch5.stream_default"), key="ch6_text", max_chars=400)
+    text = st.text_input(
+        t("ch5.stream_text"),
+        value=i18n.default_text("ch6_text", "ch5.stream_default"),
+        key="ch6_text",
+        persist_state="session",
+        max_chars=400,
+    )
     ep = state.endpoint()
     options = {k: t(f"ch6.first_{k}") for k in ("sse", "same", "grpc")}
     predict.ask("ch6_first", t("ch6.first_predict"), options)

@@ -16,7 +16,7 @@ def demo() -> None:
     ep = state.endpoint()
     if ep is not None:
         st.caption(t("ch7.urls", http=ep.http_url, grpc=ep.grpc_url))
-    use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo")
+    use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo", persist_state="session")
     image = pick_image("ch7") if use_photo else None
     mistake = (  # the mistake's name is the value, its label what is shown: the same one after a language switch
         st.selectbox(
@@ -24,6 +24,7 @@ def demo() -> None:
             list(MISTAKES),
             format_func={m: t(f"ch7.mistake_{m}") for m in MISTAKES}.get,
             key="ch7_mistake",
+            persist_state="session",
             placeholder=t("widget.choose"),
         )
         or "none"

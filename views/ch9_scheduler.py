@@ -33,9 +33,18 @@ def instances() -> None:
         return
     _remote_note(ep)
     c1, c2, c3 = st.columns(3)
-    count = c1.slider(t("ch9.inst_count"), 2, scheduling.batching.MAX_INSTANCES, 2, key="ch9_inst_count")
-    conc = c2.slider(t("ch9.inst_concurrency"), 1, 16, 4, key="ch9_inst_c")
-    batching_on = c3.toggle(t("ch9.inst_batching"), value=False, key="ch9_inst_batching")
+    count = c1.slider(
+        t("ch9.inst_count"),
+        2,
+        scheduling.batching.MAX_INSTANCES,
+        2,
+        key="ch9_inst_count",
+        persist_state="session",
+    )
+    conc = c2.slider(t("ch9.inst_concurrency"), 1, 16, 4, key="ch9_inst_c", persist_state="session")
+    batching_on = c3.toggle(
+        t("ch9.inst_batching"), value=False, key="ch9_inst_batching", persist_state="session"
+    )
     options = predict.choices("ch9.inst", ("more", "same", "less"))
     predict.ask("ch9_inst", t("ch9.inst_predict", n=count), options)
     if st.button(t("ch9.inst_run", n=count), type="primary", key="ch9_inst_run"):
@@ -146,11 +155,22 @@ def _priority(ep) -> None:
 
 def _queue(ep) -> None:
     c1, c2, c3 = st.columns(3)
-    size = c1.slider(t("ch9.q_size"), 0, 32, 8, key="ch9_q_size", help=t("ch9.q_size_help"))
-    timeout_ms = c2.slider(
-        t("ch9.q_timeout"), 0, 200, 0, step=10, key="ch9_q_timeout", help=t("ch9.q_timeout_help")
+    size = c1.slider(
+        t("ch9.q_size"), 0, 32, 8, key="ch9_q_size", persist_state="session", help=t("ch9.q_size_help")
     )
-    action = c3.radio(t("ch9.q_action"), scheduling.ACTIONS, horizontal=True, key="ch9_q_action")
+    timeout_ms = c2.slider(
+        t("ch9.q_timeout"),
+        0,
+        200,
+        0,
+        step=10,
+        key="ch9_q_timeout",
+        persist_state="session",
+        help=t("ch9.q_timeout_help"),
+    )
+    action = c3.radio(
+        t("ch9.q_action"), scheduling.ACTIONS, horizontal=True, key="ch9_q_action", persist_state="session"
+    )
     options = predict.choices("ch9.q", ("all", "some", "none"))
     predict.ask("ch9_q", t("ch9.q_predict"), options)
     if st.button(t("ch9.q_run"), type="primary", key="ch9_q_run"):
@@ -185,6 +205,7 @@ def scheduling_demo() -> None:
         format_func=labels.get,
         horizontal=True,
         key="ch9_sched_pick",
+        persist_state="session",
     )
     if which == "priority":
         _priority(ep)
@@ -198,7 +219,7 @@ def little() -> None:
     if ep is None:
         state.say_no_server()
         return
-    conc = st.slider(t("ch9.little_c"), 1, 8, 2, key="ch9_little_c")
+    conc = st.slider(t("ch9.little_c"), 1, 8, 2, key="ch9_little_c", persist_state="session")
     options = predict.choices("ch9.little", ("latency", "throughput", "both"))
     predict.ask("ch9_little", t("ch9.little_predict", c=conc, c2=2 * conc), options)
     if st.button(t("ch9.little_run", c=conc, c2=2 * conc), type="primary", key="ch9_little_run"):

@@ -27,20 +27,32 @@ if not ep.headers:
 
 c1, c2, c3 = st.columns(3)
 delay = c1.slider(
-    t("lab_batching.delay"), 0, 20_000, 2000, step=500, key="batch_delay", help=t("lab_batching.delay_help")
+    t("lab_batching.delay"),
+    0,
+    20_000,
+    2000,
+    step=500,
+    key="batch_delay",
+    persist_state="session",
+    help=t("lab_batching.delay_help"),
 )
 preferred = c2.multiselect(
     t("lab_batching.preferred"),
     list(range(1, 9)),
     default=[],
     key="batch_preferred",
+    persist_state="session",
     help=t("lab_batching.preferred_help"),
     placeholder=t("lab_batching.preferred_none"),
 )
-instances = c3.slider(t("lab_batching.instances"), 1, batching.MAX_INSTANCES, 1, key="batch_instances")
+instances = c3.slider(
+    t("lab_batching.instances"), 1, batching.MAX_INSTANCES, 1, key="batch_instances", persist_state="session"
+)
 c4, c5 = st.columns(2)
-concurrency = c4.slider(t("lab_batching.concurrency"), 1, bench.MAX_CONCURRENCY, 8, key="batch_c")
-duration = c5.slider(t("lab_batching.duration"), 1, 15, 3, key="batch_d")
+concurrency = c4.slider(
+    t("lab_batching.concurrency"), 1, bench.MAX_CONCURRENCY, 8, key="batch_c", persist_state="session"
+)
+duration = c5.slider(t("lab_batching.duration"), 1, 15, 3, key="batch_d", persist_state="session")
 st.caption(t("lab_batching.shared_note"))
 
 run = st.button(t("lab_batching.run"), type="primary", key="batch_run")

@@ -55,13 +55,19 @@ names = _ensembles()
 default = state.selected_model() if state.selected_model() in names else names[0]
 c1, c2, c3 = st.columns([2, 1, 2])
 model = c1.selectbox(
-    t("lab_flow.model"), names, index=names.index(default), key="flow_model", placeholder=t("widget.choose")
+    t("lab_flow.model"),
+    names,
+    index=names.index(default),
+    key="flow_model",
+    persist_state="session",
+    placeholder=t("widget.choose"),
 )
 protocol = c2.radio(
     t("lab_flow.protocol"),
     ["grpc", "http"],
     horizontal=True,
     key="flow_protocol",
+    persist_state="session",
     format_func=state.protocol_labeller(),
 )
 pacing = c3.radio(
@@ -69,6 +75,7 @@ pacing = c3.radio(
     list(flow.PACINGS),
     format_func={p: t(f"lab_flow.pacing_{p}") for p in flow.PACINGS}.get,  # kept across a language switch
     key="flow_pacing",
+    persist_state="session",
 )
 image = pick_image("flow")
 # None when this run's status check found nobody *live* there (not "ready": with strict readiness one unloaded
@@ -82,6 +89,7 @@ with st.expander(t("lab_flow.edit_title")):
         value=(DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8"),
         height=260,
         key=f"flow_edit_{model}",
+        persist_state="session",
     )
     send_edit = state.run_button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
 

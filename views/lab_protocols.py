@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import bench, bench_figures, catalog, protocols
-from ui import batching_why, classroom, state, tables
+from ui import batching_why, classroom, i18n, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.state import protocol_label, protocol_labeller, t
@@ -40,12 +40,27 @@ if ep is None:
 
 models = _repo_models()
 c1, c2, c3 = st.columns([2, 2, 1])
-model = c1.selectbox(t("lab_protocols.model"), models, key="proto_model", placeholder=t("widget.choose"))
+model = c1.selectbox(
+    t("lab_protocols.model"),
+    models,
+    key="proto_model",
+    persist_state="session",
+    placeholder=t("widget.choose"),
+)
 other = c2.text_input(
-    t("lab_protocols.other_model"), key="proto_other", help=t("lab_protocols.other_help")
+    t("lab_protocols.other_model"),
+    key="proto_other",
+    persist_state="session",
+    help=t("lab_protocols.other_help"),
 ).strip()
 model = other or model
-compression = c3.radio(t("lab_protocols.compression"), ["none", "gzip"], key="proto_gzip", horizontal=True)
+compression = c3.radio(
+    t("lab_protocols.compression"),
+    ["none", "gzip"],
+    key="proto_gzip",
+    persist_state="session",
+    horizontal=True,
+)
 compression = None if compression == "none" else compression
 with st.expander(t("lab_protocols.photo")):
     image = pick_image("proto")
@@ -231,11 +246,26 @@ with tab_load:
         format_func=protocol_labeller(),
         default=list(protocols.PROTOCOLS),
         key="proto_load_protocols",
+        persist_state="session",
         placeholder=t("widget.choose"),
     )
-    conc = l2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_load_c")
-    dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d")
-    cap = l4.number_input(t("lab_protocols.max_requests"), 1, bench.MAX_REQUESTS, 2000, key="proto_load_cap")
+    conc = l2.slider(
+        t("lab_protocols.concurrency"),
+        1,
+        bench.MAX_CONCURRENCY,
+        4,
+        key="proto_load_c",
+        persist_state="session",
+    )
+    dur = l3.slider(t("lab_protocols.duration"), 1, 30, 3, key="proto_load_d", persist_state="session")
+    cap = l4.number_input(
+        t("lab_protocols.max_requests"),
+        1,
+        bench.MAX_REQUESTS,
+        2000,
+        key="proto_load_cap",
+        persist_state="session",
+    )
     st.caption(t("lab_protocols.limits", c=bench.MAX_CONCURRENCY))
     st.caption(t("lab_protocols.shm_note" if ep and ep.embedded else "lab_protocols.shm_local_only"))
     if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
@@ -327,6 +357,7 @@ with tab_sweep:
         format_func=protocol_labeller(),
         default=["http-binary", "grpc"],
         key="proto_sweep_protocols",
+        persist_state="session",
         placeholder=t("widget.choose"),
     )
     levels = s2.multiselect(
@@ -334,9 +365,12 @@ with tab_sweep:
         [1, 2, 4, 8, 16],
         default=[1, 4, 16],
         key="proto_sweep_levels",
+        persist_state="session",
         placeholder=t("widget.choose"),
     )
-    sdur = s3.slider(t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d")
+    sdur = s3.slider(
+        t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d", persist_state="session"
+    )
     go_sweep = state.run_button(
         t("lab_protocols.run_sweep"),
         type="primary",
@@ -400,11 +434,19 @@ with tab_check:
         t("lab_protocols.protocol"),
         ["http-binary", "grpc"],
         key="proto_check_p",
+        persist_state="session",
         horizontal=True,
         format_func=protocol_labeller(),
     )
-    kc = k2.slider(t("lab_protocols.concurrency"), 1, bench.MAX_CONCURRENCY, 4, key="proto_check_c")
-    kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d")
+    kc = k2.slider(
+        t("lab_protocols.concurrency"),
+        1,
+        bench.MAX_CONCURRENCY,
+        4,
+        key="proto_check_c",
+        persist_state="session",
+    )
+    kd = k3.slider(t("lab_protocols.duration"), 3, 30, 6, key="proto_check_d", persist_state="session")
     if st.button(
         t("lab_protocols.run_check"),
         type="primary",
@@ -442,11 +484,14 @@ with tab_check:
 with tab_stream:
     text = st.text_area(
         t("lab_protocols.stream_text"),
-        t("lab_protocols.stream_default"),
+        i18n.default_text("proto_stream_text", "lab_protocols.stream_default"),
         key="proto_stream_text",
+        persist_state="session",
         max_chars=600,
     )
-    delay = st.slider(t("lab_protocols.stream_delay"), 0, 200, 30, key="proto_stream_delay")
+    delay = st.slider(
+        t("lab_protocols.stream_delay"), 0, 200, 30, key="proto_stream_delay", persist_state="session"
+    )
     if state.run_button(
         t("lab_protocols.run_stream"), type="primary", key="proto_stream_run", disabled=not text.strip()
     ):

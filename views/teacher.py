@@ -37,13 +37,14 @@ with top2:
         t("teacher.present"),
         value=present.is_presenting(),
         key="tk_teacher_present",
+        persist_state="session",
         on_change=lambda: present.set_presenting(st.session_state["tk_teacher_present"]),
     )
 if not codes:
     top1.info(t("teacher.no_class"))
     code = None
 else:
-    code = top1.selectbox(t("teacher.class"), codes, key="tk_teacher_class")
+    code = top1.selectbox(t("teacher.class"), codes, key="tk_teacher_class", persist_state="session")
 
 if code:
     report = classroom.class_report(store, code)
@@ -161,7 +162,9 @@ if code:
         on_click="ignore",
     )
     with st.expander(t("teacher.reset_title")):
-        sure = st.checkbox(t("teacher.reset_sure", code=code), key="tk_teacher_reset_sure")
+        sure = st.checkbox(
+            t("teacher.reset_sure", code=code), key="tk_teacher_reset_sure", persist_state="session"
+        )
         if st.button(t("teacher.reset"), disabled=not sure, type="primary", key="tk_teacher_reset"):
             gone = store.reset_class(code)
             st.success(t("teacher.reset_done", code=code, n=gone))
