@@ -449,6 +449,38 @@ def test_every_input_keeps_its_value_across_pages():
     assert all(scope == "session" for *_, scope in calls), [c for c in calls if c[2] != "session"]
 
 
+def _tabs_app() -> None:
+    import streamlit as st
+
+    from ui import boxes
+
+    words = st.session_state.get("words", "en")
+    if st.session_state.get("shown", True):  # False: the reader is on another page
+        tabs = boxes.remembered_tabs("tabs", {k: f"{k} ({words})" for k in ("one", "two", "three")})
+        st.session_state["open"] = [tab.open for tab in tabs]
+
+
+def test_tabs_open_on_the_tab_the_reader_left_open():
+    """ui.boxes.remembered_tabs: the tab the reader picked stays open after new labels (a language switch) and
+    after the tabs were not drawn for a while (a page switch); a plain st.tabs opens its first tab again."""
+    at = AppTest.from_function(_tabs_app)
+    at.run()
+    assert at.session_state["open"] == [True, False, False]
+    at.session_state["tabs"] = "three (en)"  # what a click on the third tab does
+    at.run()
+    assert at.session_state["open"] == [False, False, True]
+    at.run()  # a rerun keeps it
+    assert at.session_state["open"] == [False, False, True]
+    at.session_state["words"] = "zh"
+    at.run()
+    assert at.session_state["open"] == [False, False, True]
+    at.session_state["shown"] = False
+    at.run()
+    at.session_state["shown"] = True
+    at.run()
+    assert at.session_state["open"] == [False, False, True]
+
+
 def test_rendered_metrics_have_no_arrow(remote):
     at = page("views/ch8_mistakes.py")
     deltas = [m for m in at.metric if m.proto.delta]

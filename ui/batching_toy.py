@@ -7,7 +7,7 @@ from fractions import Fraction
 import streamlit as st
 
 from triton_kitchen import calibration, catalog, sim_figures, simulator
-from ui import errors, state
+from ui import boxes, errors, state
 from ui.i18n import lang, t
 
 ILLUSTRATIVE = simulator.ServiceModel(
@@ -160,5 +160,5 @@ def render() -> None:
         _guide()
     else:
         _stream()
-    with st.expander(t("toy.why_title")):
+    with boxes.remembered_expander("toy_why_box", t("toy.why_title")):
         st.markdown(t("toy.why_body"))

@@ -16,6 +16,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from triton_kitchen import lessons
+from ui import boxes
 
 DEFAULT_MODEL = "image_classifier"
 TEACHER_TOKEN_ENV = "TRITON_KITCHEN_TEACHER_TOKEN"
@@ -50,9 +51,10 @@ def _keep_choices() -> None:
     its label, and the next run, in the other language, finds no option with that label and falls back to the
     default: the photo, the mistake, the mode the reader picked would silently change. A value set through
     session state is taken as it is (options are ids, their labels come from ``format_func``)."""
+    tabs = st.session_state.get(boxes.OPEN_TABS, {})  # a tab's value is its label: ui.boxes keeps tabs by id
     for key in list(st.session_state):
         value = st.session_state[key]
-        if _choice(value):
+        if _choice(value) and key not in tabs:
             with contextlib.suppress(StreamlitAPIException):  # drawn already in this run (the switch itself)
                 st.session_state[key] = value
 

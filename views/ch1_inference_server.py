@@ -7,7 +7,7 @@ import streamlit as st
 from triton_kitchen import catalog, experiments, repository
 from triton_kitchen.classify import ClassifyError, client_code
 from triton_kitchen.config import ModelEntry
-from ui import batching_toy, predict, state
+from ui import batching_toy, boxes, predict, state
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
 from ui.state import t
@@ -66,7 +66,9 @@ def _model_details(
     if entry.extra_configs:
         st.caption(t("repo.extra_configs", files=", ".join(entry.extra_configs)))
     # Lazy tabs: only the open one is drawn (the loaded config is long, and asked of the server).
-    tab_file, tab_loaded = st.tabs([t("repo.tab_file"), t("repo.tab_loaded")], key=key, on_change="rerun")
+    tab_file, tab_loaded = boxes.remembered_tabs(
+        key, {tab: t(f"repo.tab_{tab}") for tab in ("file", "loaded")}
+    )
     if tab_file.open:
         tab_file.code(entry.text, language="protobuf", line_numbers=True)
     if tab_loaded.open:
@@ -150,7 +152,8 @@ def repository_browser() -> None:
 
 
 def other_repository() -> None:
-    with st.expander(t("repo.other_title")):  # not lazy: a closed lazy expander would drop the uploads
+    # not lazy (drawn closed too): a closed lazy expander would drop the uploads
+    with boxes.remembered_expander("ch1_other_box", t("repo.other_title")):
         st.caption(t("repo.other_help", root=str(repository.repository_root())))
         path = st.text_input(
             t("repo.other_path"),

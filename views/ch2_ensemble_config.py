@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
-from ui import predict, present, state
+from ui import boxes, predict, present, state
 from ui.inside_dag import inside_view
 from ui.lesson import render_lesson
 from ui.state import t
@@ -77,7 +77,7 @@ def editor() -> None:
         st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
     with st.container(border=True):  # the loaded model, live: the text above is not sent
         inside_view(MODEL, "ch2_inside", None)
-    with st.expander(t("ch2.glossary_title"), expanded=False):
+    with boxes.remembered_expander("ch2_glossary_box", t("ch2.glossary_title")):
         st.markdown(t("ch2.glossary"))
 
 

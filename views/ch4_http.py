@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import requests_view as rv
-from ui import predict, state
+from ui import boxes, predict, state
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
 from ui.shm_view import shm_viewer
@@ -85,7 +85,8 @@ def request_viewer() -> None:
         st.caption(t("ch4.ratio", ratio=plain.body_size / max(1, binary.body_size)))
     else:
         st.caption(t("ch4.no_json_for_bytes"))
-    tabs = st.tabs([t("ch4.tab_binary"), t("ch4.tab_json")] if plain is not None else [t("ch4.tab_binary")])
+    forms = ("binary", "json") if plain is not None else ("binary",)
+    tabs = boxes.remembered_tabs("ch4_form_tabs", {form: t(f"ch4.tab_{form}") for form in forms})
     with tabs[0]:
         _request_block(binary, ep)
     if plain is not None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from triton_kitchen import catalog, experiments, flow
 from triton_kitchen.server import DEFAULT_REPOSITORY
-from ui import errors, state, tables
+from ui import boxes, errors, state, tables
 from ui.image_picker import pick_image
 from ui.inside_dag import inside_view
 from ui.lesson import lazy_box
@@ -83,7 +83,7 @@ image = pick_image("flow")
 # trace is replayed then. One check per run, the sidebar's: a second probe could disagree with it under load.
 ep = state.endpoint()
 
-with st.expander(t("lab_flow.edit_title")):
+with boxes.remembered_expander("flow_edit_box", t("lab_flow.edit_title")):
     edited = st.text_area(
         t("lab_flow.edit_help"),
         value=(DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8"),
@@ -145,13 +145,9 @@ if peek_box is not None:
         peek_view(model, "flow", image, protocol, titled=False)
 
 st.subheader(t("lab_flow.exp_title"))
-tabs = st.tabs(
-    [
-        t("lab_flow.exp_chaining"),
-        t("lab_flow.exp_parallel"),
-        t("lab_flow.exp_cascade"),
-        t("lab_flow.exp_batching"),
-    ]
+tabs = boxes.remembered_tabs(
+    "flow_exp_tabs",
+    {exp: t(f"lab_flow.exp_{exp}") for exp in ("chaining", "parallel", "cascade", "batching")},
 )
 with tabs[0]:
     st.caption(t("lab_flow.exp_chaining_help"))

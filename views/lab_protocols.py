@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import bench, bench_figures, catalog, protocols
-from ui import batching_why, classroom, i18n, state, tables
+from ui import batching_why, boxes, classroom, i18n, state, tables
 from ui.charts import token_arrivals
 from ui.image_picker import pick_image
 from ui.state import protocol_label, protocol_labeller, t
@@ -62,7 +62,7 @@ compression = c3.radio(
     horizontal=True,
 )
 compression = None if compression == "none" else compression
-with st.expander(t("lab_protocols.photo")):
+with boxes.remembered_expander("proto_photo_box", t("lab_protocols.photo")):
     image = pick_image("proto")
 
 
@@ -90,14 +90,9 @@ def _download(rows: list[dict], name: str) -> None:
     )
 
 
-tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = st.tabs(
-    [
-        t("lab_protocols.tab_bytes"),
-        t("lab_protocols.tab_load"),
-        t("lab_protocols.tab_sweep"),
-        t("lab_protocols.tab_check"),
-        t("lab_protocols.tab_stream"),
-    ]
+tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = boxes.remembered_tabs(
+    "proto_tabs",
+    {tab: t(f"lab_protocols.tab_{tab}") for tab in ("bytes", "load", "sweep", "check", "stream")},
 )
 
 # -- side by side: same input, same result, payload and wire bytes --------------------------------

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import classroom, lessons
+from ui import boxes, i18n, pages, present, sidebar
 from ui import classroom as class_ui
-from ui import i18n, pages, present, sidebar
 from ui.i18n import t
 
 ACTIVE_S = 300  # a student seen in the last five minutes is "here now"
@@ -161,7 +161,7 @@ if code:
         mime="text/csv",
         on_click="ignore",
     )
-    with st.expander(t("teacher.reset_title")):
+    with boxes.remembered_expander("teacher_reset_box", t("teacher.reset_title")):
         sure = st.checkbox(
             t("teacher.reset_sure", code=code), key="tk_teacher_reset_sure", persist_state="session"
         )
