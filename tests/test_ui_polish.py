@@ -433,20 +433,25 @@ def test_choice_options_are_ids_not_words():
 
 # every Streamlit input that takes persist_state (1.60)
 KEEPS_STATE = (*CHOICE_WIDGETS, "checkbox", "toggle", "slider", "number_input", "text_input", "text_area")
+# confirmations are never kept: the teacher ticks "I'm sure" again on each visit before deleting a class's data
+NOT_KEPT = ("tk_teacher_reset_sure",)
 
 
 def test_every_input_keeps_its_value_across_pages():
     """Every keyed input says ``persist_state="session"``: a trip to another page and back keeps the reader's
     settings, text and predictions (Streamlit forgets a widget that is not drawn), so a lab's result is never
-    shown under settings that did not make it."""
+    shown under settings that did not make it. Confirmations (NOT_KEPT) are the exception."""
     calls = [
-        (name, line, getattr(kw.get("persist_state"), "value", None))
+        (name, line, ast.unparse(kw["key"]), getattr(kw.get("persist_state"), "value", None))
         for method in KEEPS_STATE
         for name, line, _, kw in _calls(method, "views", "ui")
         if "key" in kw
     ]
-    assert len(calls) >= 60
-    assert all(scope == "session" for *_, scope in calls), [c for c in calls if c[2] != "session"]
+    confirmations = [c for c in calls if any(k in c[2] for k in NOT_KEPT)]
+    kept = [c for c in calls if c not in confirmations]
+    assert len(kept) >= 60 and len(confirmations) == len(NOT_KEPT)
+    assert all(scope == "session" for *_, scope in kept), [c for c in kept if c[3] != "session"]
+    assert all(scope is None for *_, scope in confirmations), confirmations
 
 
 def _tabs_app() -> None:

@@ -1,4 +1,4 @@
-"""Expanders that remember whether the reader left them open: across page switches and language switches."""
+"""Expanders and tabs that open as the reader left them, across page switches and language switches."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ _DRAWN_TABS = "tk_tabs_drawn"  # {tabs key: (labels, default)} as last drawn
 
 def remembered_tabs(key: str, labels: dict[str, str]):
     """``st.tabs`` for ``labels`` ({tab id: label}) that opens on the tab the reader left open. Reruns on a tab
-    change (so it knows which tab is open: each tab's ``.open``). Returns the tabs in the order of ``labels``."""
+    change (so it knows which tab is open: each tab's ``.open``): a click stops a run in progress, so not for tabs
+    that hold a long run (the labs keep plain tabs). Returns the tabs in the order of ``labels``."""
     remembered = st.session_state.setdefault(OPEN_TABS, {})
     drawn = st.session_state.setdefault(_DRAWN_TABS, {})
     now = tuple(labels.values())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import breakit
-from ui import boxes, state
+from ui import state
 from ui.state import t
 
 st.title(t("lab_break.title"))
@@ -50,7 +50,8 @@ def _facts(result: breakit.CaseResult) -> None:
             st.caption(t("lab_break.index_refused", message=f["index_refused"]))
 
 
-tabs = boxes.remembered_tabs("break_tabs", {case: t(f"lab_break.case_{case}") for case in breakit.CASES})
+# plain tabs: a remembered tab's click reruns the page, which would stop a case running in another tab
+tabs = st.tabs([t(f"lab_break.case_{case}") for case in breakit.CASES])
 for tab, case in zip(tabs, breakit.CASES, strict=True):
     with tab:
         st.markdown(t(f"lab_break.{case}_why"))

@@ -145,10 +145,8 @@ if peek_box is not None:
         peek_view(model, "flow", image, protocol, titled=False)
 
 st.subheader(t("lab_flow.exp_title"))
-tabs = boxes.remembered_tabs(
-    "flow_exp_tabs",
-    {exp: t(f"lab_flow.exp_{exp}") for exp in ("chaining", "parallel", "cascade", "batching")},
-)
+# plain tabs: a remembered tab's click reruns the page, which would stop an experiment running in another tab
+tabs = st.tabs([t(f"lab_flow.exp_{exp}") for exp in ("chaining", "parallel", "cascade", "batching")])
 with tabs[0]:
     st.caption(t("lab_flow.exp_chaining_help"))
     if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):

@@ -90,9 +90,10 @@ def _download(rows: list[dict], name: str) -> None:
     )
 
 
-tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = boxes.remembered_tabs(
-    "proto_tabs",
-    {tab: t(f"lab_protocols.tab_{tab}") for tab in ("bytes", "load", "sweep", "check", "stream")},
+# Plain tabs, not ui.boxes.remembered_tabs: a remembered tab reruns the page when clicked, which would stop a
+# load test or sweep running in another tab (up to 30 s, lost); here a tab click stays in the browser.
+tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = st.tabs(
+    [t(f"lab_protocols.tab_{tab}") for tab in ("bytes", "load", "sweep", "check", "stream")]
 )
 
 # -- side by side: same input, same result, payload and wire bytes --------------------------------

@@ -162,9 +162,8 @@ if code:
         on_click="ignore",
     )
     with boxes.remembered_expander("teacher_reset_box", t("teacher.reset_title")):
-        sure = st.checkbox(
-            t("teacher.reset_sure", code=code), key="tk_teacher_reset_sure", persist_state="session"
-        )
+        # a confirmation, so never kept across pages (persist_state) and never carried to another class
+        sure = st.checkbox(t("teacher.reset_sure", code=code), key=f"tk_teacher_reset_sure_{code}")
         if st.button(t("teacher.reset"), disabled=not sure, type="primary", key="tk_teacher_reset"):
             gone = store.reset_class(code)
             st.success(t("teacher.reset_done", code=code, n=gone))
