@@ -7,6 +7,7 @@ own embedded server); figures and helpers are checked directly."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import socket
@@ -352,13 +353,33 @@ def test_diagrams_are_full_width(remote):
 
 
 # -- 17: metrics -------------------------------------------------------------------------------------------
-def _calls(method: str, *folders: str):
-    """Every ``<something>.<method>(...)`` call in the folders' modules: (file name, line, node, keywords)."""
+@functools.cache
+def _module(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _calls(methods: str | tuple[str, ...], *folders: str):
+    """Every ``<something>.<method>(...)`` call (one method or several) in the folders' modules: (file name, line,
+    node, keywords)."""
+    methods = (methods,) if isinstance(methods, str) else methods
     for folder in folders:
         for path in sorted((ROOT / folder).glob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == method:
+            for node in ast.walk(_module(path)):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in methods:
                     yield path.name, node.lineno, node, {k.arg: k.value for k in node.keywords}
+
+
+@functools.cache
+def _assigned(name: str) -> dict[str, ast.AST]:
+    """What each plain name is assigned in the views/ or ui/ module ``name`` (the last assignment wins)."""
+    (path,) = [p for folder in ("views", "ui") for p in (ROOT / folder).glob(name)]
+    return {
+        target.id: node.value
+        for node in ast.walk(_module(path))
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def test_no_metric_shows_an_arrow_for_a_number_that_is_not_a_change():
@@ -407,27 +428,13 @@ def test_choice_options_are_ids_not_words():
     """A radio, select box or segmented control takes ids as its options and shows words through
     ``format_func``. Streamlit sends a choice back as its label: options that are this run's words, or bools,
     cannot be pinned across a language switch (``ui.i18n.set_lang``), and the choice falls back to the default."""
-    found, bad = 0, []
-    for folder in ("views", "ui"):
-        for path in sorted((ROOT / folder).glob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            assigned = {
-                target.id: node.value
-                for node in ast.walk(tree)
-                if isinstance(node, ast.Assign)
-                for target in node.targets
-                if isinstance(target, ast.Name)
-            }
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in CHOICE_WIDGETS:
-                    kw = {k.arg: k.value for k in node.keywords}
-                    options = node.args[1] if len(node.args) > 1 else kw.get("options")
-                    if options is None:
-                        continue
-                    found += 1
-                    if _translated_or_bool(options, assigned):
-                        bad.append(f"{path.name}:{node.lineno}")
-    assert found >= 30
+    found = [
+        (name, line, node.args[1] if len(node.args) > 1 else kw["options"])
+        for name, line, node, kw in _calls(CHOICE_WIDGETS, "views", "ui")
+        if len(node.args) > 1 or "options" in kw
+    ]
+    assert len(found) >= 30
+    bad = [f"{name}:{line}" for name, line, options in found if _translated_or_bool(options, _assigned(name))]
     assert not bad, bad
 
 
@@ -443,8 +450,7 @@ def test_every_input_keeps_its_value_across_pages():
     shown under settings that did not make it. Confirmations (NOT_KEPT) are the exception."""
     calls = [
         (name, line, ast.unparse(kw["key"]), getattr(kw.get("persist_state"), "value", None))
-        for method in KEEPS_STATE
-        for name, line, _, kw in _calls(method, "views", "ui")
+        for name, line, _, kw in _calls(KEEPS_STATE, "views", "ui")
         if "key" in kw
     ]
     confirmations = [c for c in calls if any(k in c[2] for k in NOT_KEPT)]
