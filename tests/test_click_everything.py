@@ -45,6 +45,9 @@ SHOT_EVERY_PAGE = bool(os.environ.get("TK_SHOTS"))
 LANGS = ("zh", "en")
 MAX_ACTIONS = 160  # per page visit: a page that keeps growing new buttons is a bug, not a reason to hang
 RUN_TIMEOUT_S = 150.0  # one script run; the longest (batching lab, minimum settings) takes ~20 s on 2 cores
+# a change (a new option, slider value, pick) or a button always starts a run: how long to wait for it to start
+# (CI's two loaded cores once started one more than 3 s after the click; the wait ends when it starts)
+RUN_STARTS_S = 15.0
 SERVER_TIMEOUT_S = 240.0  # the embedded server's first start or a restart, on a loaded 2-core machine
 
 
@@ -372,7 +375,9 @@ def _min_slider(page, key: str) -> None:
     t0 = now(page)
     box.first.focus()
     page.keyboard.press("Home")
-    settle(page, t0, expect_run_s=15)  # a change (it was above the minimum): a run follows, however late
+    settle(
+        page, t0, expect_run_s=RUN_STARTS_S
+    )  # a change (it was above the minimum): a run follows, however late
 
 
 def _fill_number(page, key: str, value: int) -> None:
@@ -412,7 +417,9 @@ def _select_option(page, key: str, index: int) -> str:
     text = option.inner_text().strip()
     t0 = now(page)
     option.click()
-    settle(page, t0, expect_run_s=15)  # each pick differs from the last: a run follows, however late
+    settle(
+        page, t0, expect_run_s=RUN_STARTS_S
+    )  # each pick differs from the last: a run follows, however late
     return text
 
 
@@ -504,9 +511,7 @@ def _press(page, visit: Visit, item: dict) -> None:
                     return
             t0 = now(page)
             box.locator(option_q).nth(i).click()
-            # each click changes the value, so a run follows: wait for it however late it starts (CI's two
-            # cores once started one more than 3 s after the click, and the crawl read the page before it)
-            settle(page, t0, expect_run_s=15)
+            settle(page, t0, expect_run_s=RUN_STARTS_S)  # each click changes the value: a run follows
             visit.actions += 1
             visit.check(page, f"{what} option {i}")
         return
@@ -526,7 +531,7 @@ def _press(page, visit: Visit, item: dict) -> None:
     # buttons, toggles and lazy (keyed) containers rerun the script; plain tabs and expanders, and downloads, do
     # not (waiting for a run after a download waited for the sidebar's next poll: ~1.5 s each, 20 per pass)
     reruns = (kind in ("button", "toggle") or key) and not item.get("download")
-    settle(page, t0, expect_run_s=15 if reruns else 0)
+    settle(page, t0, expect_run_s=RUN_STARTS_S if reruns else 0)
     visit.actions += 1
     if time.monotonic() - started > 3:
         print(f"  {visit.name}: {what} took {time.monotonic() - started:.1f} s", flush=True)
