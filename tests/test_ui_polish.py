@@ -70,17 +70,22 @@ def test_lab_defaults_to_no_preferred_batch_sizes():
     assert Bt.BatchingSettings().preferred_batch_sizes == []  # Triton: start with dynamic_batching { }
 
 
-def test_batch_histogram_counts_the_measured_window_only(server):
+def test_batch_histogram_counts_the_measured_window_only(server, monkeypatch):
     """The histogram and the table count the same window: images executed ≈ requests answered (a
     few in flight at each edge), not the warm-up's executions on top."""
+    # The warm-up is longer than the window, so counting it would add more than the whole window's
+    # requests: the test can fail on a loaded machine too (CI once measured 10 requests/s, where a
+    # 1 s warm-up added no more than the slack). The slack is a few requests in flight at each edge
+    # plus a tenth of the window, as the statistics are read on timers beside the bench's own clock.
+    monkeypatch.setattr(Bt, "WARMUP_S", 3.0)
     result = Bt.compare_batching(
         server.endpoint, Bt.BatchingSettings(True, 2000, [], 1), concurrency=4, duration_s=2.0
     )
     for r in (result["off"], result["on"]):
-        assert r.requests > 10 and r.errors == 0
+        assert r.requests >= 8 and r.errors == 0
         images = sum(size * n for size, n in r.batch_histogram.items())
-        warmup = r.throughput_rps * 1.0  # what the 1 s warm-up added to the histogram before
-        slack = 2 * r.concurrency + 2
+        warmup = r.throughput_rps * Bt.WARMUP_S  # what the warm-up would add to the histogram
+        slack = max(2 * r.concurrency + 2, 0.1 * r.requests)
         assert abs(images - r.requests) <= slack < warmup, (images, r.requests, warmup)
     assert set(result["off"].batch_histogram) == {1}
 
