@@ -22,6 +22,18 @@ def server():
     srv.stop()
 
 
+def settled(read, done, timeout_s: float = 5.0):
+    """``read()`` again until ``done`` holds for what it returned (or ``timeout_s`` passed), and that value:
+    Triton counts a request a moment after its answer has left, later still on a loaded machine, so a test
+    that needs the count waits for it instead of sleeping a fixed while."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not done(value := read()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
 @pytest.fixture(scope="session")
 def sample_jpegs() -> dict[str, bytes]:
     """scikit-image's offline sample photos, JPEG-encoded."""
@@ -71,8 +83,11 @@ def use_remote(monkeypatch, server, **overrides: str) -> None:
 
 @pytest.fixture
 def remote(server, monkeypatch):
-    """The app points at the session's server as a remote one (:func:`use_remote`)."""
+    """The app points at the session's server as a remote one (:func:`use_remote`), with a probe that waits
+    longer than the app's 1 s: the server is up, and a loaded machine may answer its health check late (the
+    probe's own bound is timed by the timing tier's tests)."""
     use_remote(monkeypatch, server)
+    monkeypatch.setattr("ui.server.PROBE_TIMEOUT_S", 10.0)
     return server
 
 

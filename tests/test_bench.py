@@ -269,7 +269,7 @@ def test_cli_text_says_where_the_bytes_per_request_come_from(server, capsys):
             "--protocol",
             "grpc",
             "--duration",
-            "0.5",
+            "1.5",  # a few requests even on two loaded cores (an empty window has no bytes per request)
             "--max-windows",
             "3",
             "--url",
@@ -307,7 +307,7 @@ def test_sweep_rows_as_csv(server):
         "image_classifier",
         protocols=("http-binary", "grpc"),
         concurrencies=(1, 2),
-        duration_s=0.5,
+        duration_s=1.5,  # a request or more at concurrency 1 on two loaded cores
         warmup_s=0.1,
         count_wire=False,
     )

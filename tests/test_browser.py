@@ -12,6 +12,7 @@ from pathlib import Path
 
 import conftest
 import pytest
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(conftest.CHROMIUM)
@@ -105,7 +106,7 @@ def test_classify_and_switch_language(app_url, browser):
     page.wait_for_function("() => window.location.search.includes('lang=en')", timeout=15000)
     wait_until_done(page)
     assert "/ch1" in page.url
-    assert page.locator("h1").first.inner_text().strip() == "What an inference server does"
+    expect(page.locator("h1").first).to_have_text("What an inference server does", timeout=60_000)
     # switching page through the navigation keeps the language
     page.locator('[data-testid="stSidebarNav"]').get_by_text("HTTP", exact=False).first.click()
     page.wait_for_url("**/ch4**", timeout=15000)

@@ -38,9 +38,10 @@ def test_chapter10_every_live_element(embedded, lang):
     else:
         assert result.refused > 0 and result.outcome() == "some_refused"
         assert all("unknown model" in e for e in result.errors()), result.errors()
-        # every refusal fell inside the change (it ends when the load returned; a little slack for the clock)
+        # every refusal fell inside the change (it ends when the load returned), with a quarter second's slack:
+        # a request is stamped before it is sent, and on loaded cores the send can come that much later
         assert all(
-            result.change_start_s - 0.05 <= r.start_s <= result.change_end_s + 0.05
+            result.change_start_s - 0.25 <= r.start_s <= result.change_end_s + 0.25
             for r in result.requests
             if not r.ok
         )

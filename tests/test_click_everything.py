@@ -45,8 +45,9 @@ SHOT_EVERY_PAGE = bool(os.environ.get("TK_SHOTS"))
 LANGS = ("zh", "en")
 MAX_ACTIONS = 160  # per page visit: a page that keeps growing new buttons is a bug, not a reason to hang
 RUN_TIMEOUT_S = 150.0  # one script run; the longest (batching lab, minimum settings) takes ~20 s on 2 cores
-# a change (a new option, slider value, pick) or a button always starts a run: how long to wait for it to start
-# (CI's two loaded cores once started one more than 3 s after the click; the wait ends when it starts)
+# a change (a new option, slider value, pick, a removed tag), a button or a page link always starts a run: how
+# long to wait for it to start (CI's two loaded cores once started one more than 3 s after the click; the wait
+# ends when it starts)
 RUN_STARTS_S = 15.0
 SERVER_TIMEOUT_S = 240.0  # the embedded server's first start or a restart, on a loaded 2-core machine
 
@@ -395,7 +396,7 @@ def _keep_first_tags(page, key: str, keep: int = 1) -> None:
     while tags.count() > keep:
         t0 = now(page)
         tags.nth(tags.count() - 1).locator("[role=presentation]").click()
-        settle(page, t0, expect_run_s=3)
+        settle(page, t0, expect_run_s=RUN_STARTS_S)
     page.keyboard.press("Escape")
 
 
@@ -433,7 +434,7 @@ def _ch7_mistakes(page, visit: Visit) -> None:
         name = _select_option(page, "ch7_mistake", index)
         t0 = now(page)
         page.locator(".st-key-ch7_run button").click()
-        settle(page, t0, expect_run_s=5)
+        settle(page, t0, expect_run_s=RUN_STARTS_S)
         visit.actions += 2
         visit.check(page, f"ch7_mistake={name!r} + ch7_run")
         assert page.locator("[data-testid=stAlertContentError]").count(), (
@@ -670,7 +671,7 @@ class Pass:
         self.page.wait_for_url(
             re.compile(rf"^{re.escape(self.base)}/{re.escape(slug)}(\?.*)?$"), timeout=30_000
         )
-        settle(self.page, t0, expect_run_s=5)
+        settle(self.page, t0, expect_run_s=RUN_STARTS_S)
         wait_server_up(self.page)
 
     def visit(self, slug: str, shot: bool = False, scope: Scope | None = None) -> None:
@@ -862,7 +863,7 @@ def _flow_send(run: Pass, when: str, restart=None) -> str:
             visit.check(page, when)
         t0 = now(page)
         page.locator(".st-key-flow_send button").click()
-        settle(page, t0, expect_run_s=5)
+        settle(page, t0, expect_run_s=RUN_STARTS_S)
         visit.check(page, f"flow_send {when}")
         text = _norm(page.locator("[data-testid=stMain]").inner_text())
         source = next(
@@ -889,7 +890,7 @@ def _restart_button(page) -> None:
     )
     t0 = now(page)
     button.click()
-    settle(page, t0, expect_run_s=5)
+    settle(page, t0, expect_run_s=RUN_STARTS_S)
     _wait_down_then_up(page)
 
 

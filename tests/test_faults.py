@@ -70,6 +70,7 @@ def sidebar_text(at: AppTest) -> str:
     return "\n".join(str(e.value) for e in els)
 
 
+@pytest.mark.timing
 def test_killed_server_is_reported_and_restarted(small, embedded_app):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = "en"

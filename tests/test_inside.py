@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import settled
 
 from triton_kitchen import cli, inside, kserve
 from triton_kitchen.ensemble import build_dag
@@ -193,12 +194,17 @@ def test_triton_prunes_the_steps_no_requested_output_needs(server, sample_jpegs,
     """What Triton 2.51 does, as it is: a step whose outputs nobody asked for does not execute (its execution
     count stays), whether the request names one output or several; the trace agrees with the counts."""
     arrays = {"image_bytes": np.array([[sample_jpegs["chelsea"]]], dtype=object)}
+    start = _executions(server, SECOND_OPINION_STEPS)
     inside.look_inside(server.endpoint, "second_opinion", arrays, protocol=protocol)  # warm every step
-    time.sleep(0.3)
-    before = _executions(server, SECOND_OPINION_STEPS)
+    # the statistics of the steps land a moment after the answer: wait for the warm-up's, then for the run's
+    read = lambda: _executions(server, SECOND_OPINION_STEPS)  # noqa: E731
+    before = settled(read, lambda now: all(now[m] > start[m] for m in now))
     report = inside.look_inside(server.endpoint, "second_opinion", arrays, outputs, protocol)
-    time.sleep(0.3)  # the statistics of the steps land a moment after the answer
-    rose = {m for m, n in _executions(server, SECOND_OPINION_STEPS).items() if n > before[m]}
+    ran = set(SECOND_OPINION_STEPS) - set(pruned)
+    after = settled(read, lambda now: all(now[m] > before[m] for m in ran))
+    time.sleep(0.3)  # and a moment more, for a pruned step's count that would rise if it ran
+    after = read()
+    rose = {m for m, n in after.items() if n > before[m]}
     assert rose == set(SECOND_OPINION_STEPS) - set(pruned)  # Triton's own counts, read apart from `inside`
     assert report.ok and report.pruned == pruned and report.evidence["ran"] == "trace"
     assert {s.model for s in report.steps if s.ran} == rose

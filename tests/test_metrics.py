@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from conftest import settled
 
-from triton_kitchen import metrics, server_stats
+from triton_kitchen import metrics
 from triton_kitchen.protocols import Caller, sample_inputs
 from triton_kitchen.server import free_port
 
@@ -39,8 +38,10 @@ def test_scrape_counts_the_requests_we_send(server):
             caller.call()
     finally:
         caller.close()
-    time.sleep(server_stats.SETTLE_S)  # Triton counts a request a moment after its answer has left
-    after = metrics.scrape(ep.metrics_url)
+    after = settled(
+        lambda: metrics.scrape(ep.metrics_url),
+        lambda now: metrics.delta(before, now).get("classifier", metrics.ModelMetrics()).success >= 6,
+    )
     d = metrics.delta(before, after)["classifier"]
     assert d.success == 6 and d.inferences == 6 and 1 <= d.executions <= 6
     assert d.compute_infer_us > 0 and d.pending == 0

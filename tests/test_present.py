@@ -182,6 +182,12 @@ def test_projector_mode_at_1024x768(app_url, browser, lang):
     assert _paragraph_px(page) >= 1.3 * normal_px  # 22 px against Streamlit's 16
     page.screenshot(path=str(SHOTS / f"present_ch3_{lang}_top.png"))
     _open_sections(page)
+    try:  # a box's run can start late on loaded cores, after _settle's quiet second: its DAG comes later
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-testid=stGraphVizChart]').length >= 3", timeout=60_000
+        )
+    except Exception:  # noqa: BLE001 - counted below, with the number found
+        pass
     assert _shoot_elements(page, '[data-testid="stGraphVizChart"]', f"present_ch3_{lang}_dag") == 3
     for i in range(3):  # each DAG on one screen, its labels at least 12 px high as drawn
         chart = page.locator('[data-testid="stGraphVizChart"] svg').nth(i)

@@ -246,7 +246,7 @@ def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeyp
     from triton_kitchen import lessons
 
     at = _lab(server, monkeypatch, "views/lab_protocols.py", "en")
-    at.slider(key="proto_load_d").set_value(1)
+    at.slider(key="proto_load_d").set_value(2)  # a request or more on two loaded cores
     at.slider(key="proto_load_c").set_value(1)
     at.button(key="proto_load_run").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
+from conftest import settled
 
 from triton_kitchen import calibration, server_stats
 from triton_kitchen.protocols import Caller, sample_inputs
@@ -27,8 +27,10 @@ def test_a_window_counts_exactly_its_requests(server):
     ep = server.endpoint
     before = server_stats.snapshot(ep)
     _calls(ep, "classifier", 12)
-    time.sleep(server_stats.SETTLE_S)
-    after = server_stats.snapshot(ep)
+    after = settled(
+        lambda: server_stats.snapshot(ep),
+        lambda now: server_stats.model_delta(before, now, "classifier").requests >= 12,
+    )
     bd = server_stats.model_delta(before, after, "classifier")
     assert bd.requests == 12 and bd.inferences == 12 and 1 <= bd.executions <= 12
     assert bd.failed == 0
@@ -45,8 +47,12 @@ def test_an_ensemble_is_broken_down_per_composing_model(server):
     assert composing == ["preprocess", "classifier", "postprocess"]
     before = server_stats.snapshot(ep)
     _calls(ep, "image_classifier", 5)
-    time.sleep(server_stats.SETTLE_S)  # Triton counts a request a moment after its answer has left
-    after = server_stats.snapshot(ep)
+    after = settled(  # every composing model counted too
+        lambda: server_stats.snapshot(ep),
+        lambda now: all(
+            server_stats.model_delta(before, now, m).requests >= 5 for m in ["image_classifier", *composing]
+        ),
+    )
     bd = server_stats.breakdown(before, after, "image_classifier", composing)
     assert bd.total.requests == 5
     assert set(bd.per_model) == {"preprocess", "classifier", "postprocess"}

@@ -51,7 +51,7 @@ def test_the_protocol_lab_runs_the_shared_memory_protocols(embedded):
     offered = {lessons.t(f"protocol.{p}", "zh") for p in ("http-shm", "grpc-shm")}  # options as labelled
     assert offered <= set(choice.options) and "grpc-shm" not in choice.value
     choice.set_value(["grpc", "grpc-shm"])
-    at.slider(key="proto_load_d").set_value(1)
+    at.slider(key="proto_load_d").set_value(2)  # a request or more on two loaded cores
     at.slider(key="proto_load_c").set_value(1)
     at.button(key="proto_load_run").click().run()
     assert not at.exception, [e.value for e in at.exception]

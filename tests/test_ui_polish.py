@@ -264,6 +264,7 @@ def test_empty_remote_address_says_so():
     assert not any(e.startswith(" 上没有") or "上没有 Triton" in e for e in errors)
 
 
+@pytest.mark.timing
 def test_pages_stay_fast_while_the_remote_hangs(monkeypatch):
     """A remote that accepts connections and never answers: the first run waits for the probe once;
     later runs do not wait again (the reviewer saw 5-6 s per page)."""
