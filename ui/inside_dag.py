@@ -10,7 +10,7 @@ import streamlit as st
 
 from triton_kitchen import catalog, inside, inside_dag, lessons
 from triton_kitchen.ensemble import Dag
-from ui import present, state
+from ui import boxes, present, state
 from ui.state import t
 
 HISTORY = 20  # reports kept per model and set of outputs
@@ -34,7 +34,7 @@ def _history(key: str) -> list:
 
 def _evidence_words(report: inside.InsideReport) -> tuple[str, str]:
     used = report.evidence.get("failed_step") or []
-    words = ", ".join(t(f"inside.evidence_{e}") for e in used) or t("inside.none")
+    words = t("inside.list_sep").join(t(f"inside.evidence_{e}") for e in used) or t("inside.none")
     return words, t(f"inside.evidence_{report.evidence.get('ran', 'statistics')}")
 
 
@@ -113,24 +113,22 @@ def inside_view(
     times = inside_dag.step_times(recent if report.ok else [report])
     colour = None if colour_by == "off" else colour_by
     present.graphviz_chart(inside_dag.dot(dag, state.lang(), outputs, report, times, colour))
-    _explain(dag, asked, report, times, colour, len(recent) if report.ok else 1)
+    _explain(dag, asked, report, times, colour, len(recent) if report.ok else 1, f"{key}_notes_{model}")
 
 
-def _explain(dag: Dag, asked, report: inside.InsideReport, times, colour, n: int) -> None:
-    none = t("inside.none")
+def _explain(dag: Dag, asked, report: inside.InsideReport, times, colour, n: int, notes_key: str) -> None:
+    none, sep = t("inside.none"), t("inside.list_sep")
     if report.ok:
-        st.success(
-            t("inside.ok", outputs=", ".join(f"{k} {v}" for k, v in report.outputs.items())), icon="✅"
-        )
+        st.success(t("inside.ok", outputs=sep.join(f"{k} {v}" for k, v in report.outputs.items())), icon="✅")
         predicted, pruned, wrong = inside_dag.confirmation(dag, asked, report)
         if wrong:
-            st.warning(t("inside.mismatch", steps=", ".join(wrong)))
+            st.warning(t("inside.mismatch", steps=sep.join(wrong)))
         else:
             st.caption(
                 t(
                     "inside.confirmed",
-                    pruned=", ".join(pruned) or none,
-                    predicted=", ".join(predicted) or none,
+                    pruned=sep.join(pruned) or none,
+                    predicted=sep.join(predicted) or none,
                 )
             )
         if colour and times:
@@ -141,14 +139,20 @@ def _explain(dag: Dag, asked, report: inside.InsideReport, times, colour, n: int
             st.error(t("inside.failed", step=report.failed_step), icon="⛔")
         elif report.evidence.get("candidates"):
             st.error(
-                t("inside.failed_undecided", candidates=", ".join(report.evidence["candidates"])), icon="⛔"
+                t("inside.failed_undecided", candidates=sep.join(report.evidence["candidates"])), icon="⛔"
             )
         else:
             st.error(t("inside.failed_nothing_ran"), icon="⛔")
         st.code(report.error or "", language=None, wrap_lines=True)
-    used, ran = _evidence_words(report)
-    with st.expander(t("inside.notes")):
+    notes = report.evidence.get("notes", [])
+    if report.ok and not notes:
+        return  # nothing to add: no empty box
+    box = boxes.remembered_expander(notes_key, t("inside.notes"))  # open across a language switch
+    if not box.open:
+        return
+    with box:
         if not report.ok:
+            used, ran = _evidence_words(report)
             st.markdown(t("inside.evidence", evidence=used, ran=ran))
-        for note in report.evidence.get("notes", []):
+        for note in notes:
             st.markdown(f"- {note}")

@@ -133,8 +133,11 @@ def _feedback(q: lessons.Question, first: int, order: tuple[int, ...]) -> None:
         st.error(t("quiz.verdict", verdict=t("quiz.wrong"), why=why).strip(), icon="❌")
         st.markdown(t("quiz.answer_is", choice=q.choices[q.answer]))
     st.info(t("quiz.explained", text=q.explanation), icon="💡")
-    if q.why:
-        with st.expander(t("quiz.all_choices")):
+    if (
+        q.why
+        and (box := boxes.remembered_expander(f"tk_quiz_why_{q.chapter}_{q.id}", t("quiz.all_choices"))).open
+    ):
+        with box:
             st.markdown(
                 "\n".join(
                     f"- {'✅' if i == q.answer else '❌'} {q.choices[i]}  \n  {q.why[i]}" for i in order

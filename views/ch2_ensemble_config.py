@@ -63,15 +63,19 @@ def editor() -> None:
         if text == mistakes.swap_input_map(_original()):  # the swapped config, as the button left it
             predict.reveal("ch2_swap", swap_options, mistakes.swap_outcome(check), t("ch2.swap_detail"))
         if check.config is not None and check.config.ensemble_scheduling.step:
-            with st.expander(t("ch2.steps_table")):
-                st.dataframe(
-                    [
-                        {t(f"repo.col.{k}"): v for k, v in row.items()}
-                        for row in repo.ensemble_steps(check.config)
-                    ],
-                    hide_index=True,
-                    width="stretch",
-                )
+            steps = boxes.remembered_expander(
+                "ch2_steps_box", t("ch2.steps_table")
+            )  # kept across a language switch
+            if steps.open:  # the table drawn only while open
+                with steps:
+                    st.dataframe(
+                        [
+                            {t(f"repo.col.{k}"): v for k, v in row.items()}
+                            for row in repo.ensemble_steps(check.config)
+                        ],
+                        hide_index=True,
+                        width="stretch",
+                    )
     if check.dot:  # the page's whole width: readable on a projector (a half column drew ~5 px text)
         present.graphviz_chart(check.dot)
         st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
