@@ -175,8 +175,14 @@ class CorpusRunner:
         if not self.server.running:
             self.server.start(timeout=120)  # its ports may change: the next pool's threads make new clients
             again = [c for c, (ok, _) in results.items() if ok != case_meta(c)["triton_loads"]]
+            try:  # what it said last, for whoever reads the warning (the restart kept its log beside the new one)
+                last = self.server.log_file.with_suffix(".log.previous").read_text(errors="replace")
+                last = " | ".join(last.strip().splitlines()[-3:])
+            except OSError:
+                last = "(no log)"
             warnings.warn(
-                f"the corpus server died during the run; restarted, {len(again)} case(s) asked again",
+                f"the corpus server died during the run; restarted, {len(again)} case(s) asked "
+                f"again; its log ended: {last[-600:]}",
                 stacklevel=2,
             )
             results.update(self._each(again, workers))
