@@ -22,6 +22,23 @@ def server():
     srv.stop()
 
 
+@pytest.fixture(autouse=True)
+def _session_server_alive(request):
+    """A test that uses the session's server finds it running. Triton's python backend can abort on a busy
+    machine (see EmbeddedServer.start; the corpus test's server did, twice in seven loaded runs): a server that
+    died during an earlier test is started again, with a warning, instead of failing every later test here."""
+    if "server" in request.fixturenames:
+        srv = request.getfixturevalue("server")
+        if not srv.running:
+            import warnings
+
+            srv.start(timeout=180)
+            warnings.warn(
+                f"the session's server had died; started again before {request.node.nodeid}", stacklevel=1
+            )
+    yield
+
+
 def settled(read, done, timeout_s: float = 5.0):
     """``read()`` again until ``done`` holds for what it returned (or ``timeout_s`` passed), and that value:
     Triton counts a request a moment after its answer has left, later still on a loaded machine, so a test
