@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +32,6 @@ def _session_server_alive(request):
     if "server" in request.fixturenames:
         srv = request.getfixturevalue("server")
         if not srv.running:
-            import warnings
-
             srv.start(timeout=180)
             warnings.warn(
                 f"the session's server had died; started again before {request.node.nodeid}", stacklevel=1
@@ -43,8 +43,6 @@ def settled(read, done, timeout_s: float = 5.0):
     """``read()`` again until ``done`` holds for what it returned (or ``timeout_s`` passed), and that value:
     Triton counts a request a moment after its answer has left, later still on a loaded machine, so a test
     that needs the count waits for it instead of sleeping a fixed while."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while not done(value := read()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -184,7 +182,6 @@ APP_ROOT = Path(__file__).resolve().parents[1]
 
 def wait_http(url: str, timeout: float) -> None:
     """Wait until ``url`` answers 200 (a health endpoint)."""
-    import time
     import urllib.request
 
     deadline = time.monotonic() + timeout

@@ -420,13 +420,6 @@ def test_quiz_feedback_for_the_chosen_choice(remote, bank_with_why, lang):
     q1, q2 = lessons.load_quiz(QUIZ_CH, lang)
     assert q1.why[2].startswith(f"WHY-{tag}-2") and q1.kind == "scenario"
     assert f"WHY-{tag}" not in texts(at) and "EXPLAIN" not in texts(at)
-    from ui import boxes
-
-    # "all choices" is drawn only while open: open as the reader left it (here, opened before it appears)
-    at.session_state[boxes.OPEN_BOXES] = {
-        **at.session_state[boxes.OPEN_BOXES],
-        f"tk_quiz_why_{QUIZ_CH}_{q1.id}": True,
-    }
     check_quiz(at, q1, 2)
     errors = [e.value for e in at.error]
     assert any(q1.why[2] in e for e in errors), errors  # why this wrong choice is tempting

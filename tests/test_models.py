@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-import time
 import urllib.request
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from conftest import settled
 from tritonclient.utils import InferenceServerException
 
 from triton_kitchen import clients, kserve
@@ -218,10 +218,7 @@ def inference_count(server, model: str) -> int:
 def count_reaching(server, model: str, expected: int, timeout_s: float = 5.0) -> int:
     """The model's inference count once it reaches ``expected`` (or after ``timeout_s``): Triton counts a
     composing model's execution a moment after the answer, later still on a loaded machine."""
-    deadline = time.monotonic() + timeout_s
-    while (n := inference_count(server, model)) < expected and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return n
+    return settled(lambda: inference_count(server, model), lambda n: n >= expected, timeout_s)
 
 
 def test_bls_cascade_exits_early_when_sure(server, sample_jpegs):

@@ -10,7 +10,8 @@ import streamlit as st
 
 from triton_kitchen import catalog, inside, inside_dag, lessons
 from triton_kitchen.ensemble import Dag
-from ui import boxes, present, state
+from ui import present, state
+from ui.lesson import lazy_box
 from ui.state import t
 
 HISTORY = 20  # reports kept per model and set of outputs
@@ -147,8 +148,8 @@ def _explain(dag: Dag, asked, report: inside.InsideReport, times, colour, n: int
     notes = report.evidence.get("notes", [])
     if report.ok and not notes:
         return  # nothing to add: no empty box
-    box = boxes.remembered_expander(notes_key, t("inside.notes"))  # open across a language switch
-    if not box.open:
+    box = lazy_box(notes_key, t("inside.notes"))
+    if box is None:
         return
     with box:
         if not report.ok:

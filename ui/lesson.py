@@ -133,10 +133,8 @@ def _feedback(q: lessons.Question, first: int, order: tuple[int, ...]) -> None:
         st.error(t("quiz.verdict", verdict=t("quiz.wrong"), why=why).strip(), icon="❌")
         st.markdown(t("quiz.answer_is", choice=q.choices[q.answer]))
     st.info(t("quiz.explained", text=q.explanation), icon="💡")
-    if (
-        q.why
-        and (box := boxes.remembered_expander(f"tk_quiz_why_{q.chapter}_{q.id}", t("quiz.all_choices"))).open
-    ):
+    box = lazy_box(f"tk_quiz_why_{q.chapter}_{q.id}", t("quiz.all_choices")) if q.why else None
+    if box is not None:
         with box:
             st.markdown(
                 "\n".join(

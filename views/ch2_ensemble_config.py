@@ -8,7 +8,7 @@ from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
 from ui import boxes, predict, present, state
 from ui.inside_dag import inside_view
-from ui.lesson import render_lesson
+from ui.lesson import lazy_box, render_lesson
 from ui.state import t
 
 MODEL = "image_classifier"
@@ -63,10 +63,8 @@ def editor() -> None:
         if text == mistakes.swap_input_map(_original()):  # the swapped config, as the button left it
             predict.reveal("ch2_swap", swap_options, mistakes.swap_outcome(check), t("ch2.swap_detail"))
         if check.config is not None and check.config.ensemble_scheduling.step:
-            steps = boxes.remembered_expander(
-                "ch2_steps_box", t("ch2.steps_table")
-            )  # kept across a language switch
-            if steps.open:  # the table drawn only while open
+            steps = lazy_box("ch2_steps_box", t("ch2.steps_table"))
+            if steps is not None:
                 with steps:
                     st.dataframe(
                         [
