@@ -290,6 +290,15 @@ def test_the_teachers_desk_needs_the_token(tmp_path, monkeypatch):
     teacher.run()
     assert [m.value for m in teacher.metric] == ["1", "1", "0"]
     assert teacher.get("download_button")
+    # projector mode from the desk, and the desk shows it off again after the projector's own bar left it
+    from ui import present
+
+    teacher.toggle(key=present.TEACHER_TOGGLE).set_value(True).run()
+    assert teacher.session_state["tk_present"] is True and teacher.query_params["present"] == ["1"]
+    teacher.session_state["tk_present"] = False  # what the bar's "leave" (present.set_presenting) does
+    del teacher.query_params["present"]
+    teacher.run()
+    assert teacher.toggle(key=present.TEACHER_TOGGLE).value is False
 
 
 def test_the_browser_remembers_the_student_on_a_return_visit(browser, tmp_path):

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import conftest
 import pytest
+from playwright.sync_api import expect
 
-from triton_kitchen import repository
+from triton_kitchen import lessons, repository
 from ui import present
+from ui.i18n import LANG_LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -105,6 +107,38 @@ def test_the_app_frame_applies_it_on_every_page(monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         assert len(_styles(at)) == 1, page
         assert at.session_state["tk_present"] is True
+
+
+def test_the_projectors_bar_switches_the_language_and_leaves(monkeypatch):
+    """The sidebar is hidden while presenting: the bar at the top gives the teacher the language and the way
+    out. A switch there holds (the hidden sidebar's switch follows it instead of switching back)."""
+    from conftest import switch_page
+    from streamlit.testing.v1 import AppTest
+
+    from ui import i18n
+
+    monkeypatch.setenv("TRITON_HTTP_URL", "127.0.0.1:9")
+    monkeypatch.setenv("TRITON_GRPC_URL", "127.0.0.1:9")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["present"] = "1"
+    switch_page(at, "views/ch3_multi_model.py")
+    at.run()
+    assert at.segmented_control(key=present.LANG).value == "zh"
+    assert at.title[0].value == lessons.load_lesson(3, "zh").title
+
+    at.segmented_control(key=present.LANG).set_value("en").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params["lang"] == ["en"] and at.session_state[i18n.LANG_SWITCH] == "en"
+    at.run()  # the next run (any click) stays in English
+    assert at.title[0].value == lessons.load_lesson(3, "en").title
+    assert at.segmented_control(key=present.LANG).value == "en"
+    assert at.button(key=present.LEAVE).label == lessons.t("present.leave", "en")
+
+    at.button(key=present.LEAVE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert _styles(at) == [] and "present" not in at.query_params and at.session_state["tk_present"] is False
+    assert not [w for w in at.segmented_control if w.key == present.LANG]  # the bar went with the mode
+    assert at.title[0].value == lessons.load_lesson(3, "en").title  # in the language picked on the projector
 
 
 # -- the browser, at 1024x768 ---------------------------------------------------------------------------
@@ -221,4 +255,17 @@ def test_projector_mode_at_1024x768(app_url, browser, lang):
     assert tick_px >= 15  # plotly's own 12
     for chart in page.locator('[data-testid="stPlotlyChart"]').all():
         assert chart.bounding_box()["width"] >= 0.9 * VIEWPORT["width"]  # as wide as the page
+    # the projector's own bar (the sidebar is hidden): the other language, the run's plot kept; then leaving
+    other = "en" if lang == "zh" else "zh"
+    page.locator(f".st-key-{present.LANG} button").filter(has_text=LANG_LABELS[other]).click()
+    expect(page.locator("[data-testid=stMain] h1").first).to_have_text(
+        lessons.ui_strings(other)["lab_batching.title"], timeout=60_000
+    )
+    _settle(page)
+    assert f"lang={other}" in page.url and page.locator('[data-testid="stPlotlyChart"]').count() >= 1
+    page.screenshot(path=str(SHOTS / f"present_lab_batching_{lang}_to_{other}.png"))
+    page.locator(f".st-key-{present.LEAVE} button").click()
+    expect(page.locator('[data-testid="stSidebar"]')).to_be_visible(timeout=60_000)
+    _settle(page)
+    assert "present=1" not in page.url and page.locator(f".st-key-{present.BAR}").count() == 0
     page.close()

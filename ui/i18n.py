@@ -24,6 +24,10 @@ _TEACHER_KEY = "tk_teacher"
 
 
 # -- language --------------------------------------------------------------------------------
+LANG_LABELS = {"zh": "中文", "en": "English"}  # each language in its own words, on every language switch
+LANG_SWITCH = "tk_lang_switch"  # the sidebar's switch (ui.sidebar)
+
+
 def lang() -> str:
     """The session's language, "zh" (default) or "en", from the ``lang`` query parameter."""
     raw = st.query_params.get("lang") or st.session_state.get("tk_lang")
@@ -36,6 +40,10 @@ def set_lang(value: str) -> None:
     value = lessons.normalize_lang(value)
     st.session_state["tk_lang"] = value
     st.query_params["lang"] = value
+    # the sidebar's switch follows a switch made elsewhere (the projector's bar), or its old value would switch
+    # back on the next run; drawn already in this run, it is the switch that was used and shows the value
+    with contextlib.suppress(StreamlitAPIException):
+        st.session_state[LANG_SWITCH] = value
 
 
 def _choice(value: Any) -> bool:

@@ -3,7 +3,8 @@ page for a class on a projector: large type, no sidebar, diagrams as wide as the
 
 The state lives in the URL (``st.query_params["present"]``), so a link carries it, and is mirrored in
 ``st.session_state`` because a page switch drops the query string (as ``ui.i18n`` does for the language);
-``?present=0`` turns it off. The look is one stylesheet, ``ui/present.css``, injected by ``apply()`` on every
+``?present=0`` turns it off, and so does the projector's own bar (top right, with the language: the sidebar
+is hidden). The look is one stylesheet, ``ui/present.css``, injected by ``apply()`` on every
 script run (``app.py``). Navigation moves from the hidden sidebar to the top bar (``nav_position()``).
 """
 
@@ -13,8 +14,14 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui import i18n
+
 PARAM = "present"
 _KEY = "tk_present"
+TEACHER_TOGGLE = "tk_teacher_present"  # the teacher's view's switch (views/teacher.py)
+BAR = "tk_present_bar"  # the projector's own controls, top right: the language, and leaving
+LANG = "tk_present_lang"
+LEAVE = "tk_present_leave"
 CSS_PATH = Path(__file__).with_name("present.css")
 _ON = ("1", "true", "yes", "on")
 
@@ -48,6 +55,29 @@ def apply() -> None:
     if st.query_params.get(PARAM) != "1":
         st.query_params[PARAM] = "1"  # back after a page switch, so the address bar can be shared as it is
     st.html(CSS_PATH)  # style only: Streamlit puts it in the event container, it takes no space on the page
+    _bar()
+
+
+def _bar() -> None:
+    """What the hidden sidebar would offer the teacher in front of the class: the language, and the way out."""
+    st.session_state[LANG] = i18n.lang()  # this run's language, also after a switch made elsewhere
+    with st.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center", key=BAR):
+        st.segmented_control(
+            i18n.t("sidebar.language"),
+            options=list(i18n.LANG_LABELS),
+            format_func=i18n.LANG_LABELS.get,
+            key=LANG,
+            persist_state="session",  # as every keyed input (its value is this run's language anyway)
+            label_visibility="collapsed",
+            on_change=_switch_language,
+        )
+        st.button(i18n.t("present.leave"), key=LEAVE, icon="↩️", on_click=set_presenting, args=(False,))
+
+
+def _switch_language() -> None:
+    value = st.session_state.get(LANG)
+    if value and value != i18n.lang():  # a click on the language already shown unselects it: nothing to do
+        i18n.set_lang(value)
 
 
 def graphviz_chart(dot: str) -> None:

@@ -18,7 +18,6 @@ from triton_kitchen.server import DEFAULT_PORTS
 from ui import boxes, i18n, server
 from ui.i18n import t
 
-LANG_LABELS = {"zh": "中文", "en": "English"}
 # The status poller: a dead server is reported within 2 s (the poll notices it; the run is a few ms). Not more
 # often: every tick reruns a fragment in every open tab, about 9 % of a core in Chromium per idle tab at 1 s
 # (measured on 2 cores), and a class keeps 30 tabs open on laptops and on the app's server.
@@ -57,10 +56,10 @@ def _language_switch() -> None:
     current = i18n.lang()
     choice = st.segmented_control(
         t("sidebar.language"),
-        options=list(LANG_LABELS),
-        format_func=LANG_LABELS.get,
+        options=list(i18n.LANG_LABELS),
+        format_func=i18n.LANG_LABELS.get,
         default=current,
-        key="tk_lang_switch",
+        key=i18n.LANG_SWITCH,
         persist_state="session",
     )
     if choice and choice != current:

@@ -33,12 +33,13 @@ store = class_ui.store()
 codes = store.classes()
 top1, top2 = st.columns([3, 2])
 with top2:
+    # shows the mode as it is now: the projector's own bar may have turned it off since this page was drawn
+    st.session_state[present.TEACHER_TOGGLE] = present.is_presenting()
     st.toggle(
         t("teacher.present"),
-        value=present.is_presenting(),
-        key="tk_teacher_present",
+        key=present.TEACHER_TOGGLE,
         persist_state="session",
-        on_change=lambda: present.set_presenting(st.session_state["tk_teacher_present"]),
+        on_change=lambda: present.set_presenting(st.session_state[present.TEACHER_TOGGLE]),
     )
 if not codes:
     top1.info(t("teacher.no_class"))
