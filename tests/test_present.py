@@ -140,6 +140,15 @@ def test_the_projectors_bar_switches_the_language_and_leaves(monkeypatch):
     assert not [w for w in at.segmented_control if w.key == present.LANG]  # the bar went with the mode
     assert at.title[0].value == lessons.load_lesson(3, "en").title  # in the language picked on the projector
 
+    at.sidebar.segmented_control(key=i18n.LANG_SWITCH).set_value(
+        "zh"
+    ).run()  # back in Chinese, in the sidebar
+    at.query_params["present"] = "1"
+    at.run()
+    at.run()  # the bar, drawn again, shows Chinese and does not switch back to its English of before
+    assert at.segmented_control(key=present.LANG).value == "zh"
+    assert at.title[0].value == lessons.load_lesson(3, "zh").title
+
 
 # -- the browser, at 1024x768 ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ _TEACHER_KEY = "tk_teacher"
 # -- language --------------------------------------------------------------------------------
 LANG_LABELS = {"zh": "中文", "en": "English"}  # each language in its own words, on every language switch
 LANG_SWITCH = "tk_lang_switch"  # the sidebar's switch (ui.sidebar)
+PRESENT_LANG_SWITCH = "tk_present_lang"  # the projector's bar's, while the sidebar is hidden (ui.present)
 
 
 def lang() -> str:
@@ -40,10 +41,11 @@ def set_lang(value: str) -> None:
     value = lessons.normalize_lang(value)
     st.session_state["tk_lang"] = value
     st.query_params["lang"] = value
-    # the sidebar's switch follows a switch made elsewhere (the projector's bar), or its old value would switch
-    # back on the next run; drawn already in this run, it is the switch that was used and shows the value
-    with contextlib.suppress(StreamlitAPIException):
-        st.session_state[LANG_SWITCH] = value
+    # Both switches show the new language: each compares its value with the language after it is drawn, so an
+    # old value would switch back on the next run. One drawn already in this run is the one that was used.
+    for switch in (LANG_SWITCH, PRESENT_LANG_SWITCH):
+        with contextlib.suppress(StreamlitAPIException):
+            st.session_state[switch] = value
 
 
 def _choice(value: Any) -> bool:

@@ -20,7 +20,7 @@ PARAM = "present"
 _KEY = "tk_present"
 TEACHER_TOGGLE = "tk_teacher_present"  # the teacher's view's switch (views/teacher.py)
 BAR = "tk_present_bar"  # the projector's own controls, top right: the language, and leaving
-LANG = "tk_present_lang"
+LANG = i18n.PRESENT_LANG_SWITCH
 LEAVE = "tk_present_leave"
 CSS_PATH = Path(__file__).with_name("present.css")
 _ON = ("1", "true", "yes", "on")
@@ -59,25 +59,24 @@ def apply() -> None:
 
 
 def _bar() -> None:
-    """What the hidden sidebar would offer the teacher in front of the class: the language, and the way out."""
-    st.session_state[LANG] = i18n.lang()  # this run's language, also after a switch made elsewhere
+    """What the hidden sidebar would offer the teacher in front of the class: the language, and the way out.
+    The language is read back after drawing, as the sidebar's switch does: the widget's value decides, not a
+    change callback (a click through an on_change callback was lost once, on a loaded CI run)."""
+    current = i18n.lang()
     with st.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center", key=BAR):
-        st.segmented_control(
+        choice = st.segmented_control(
             i18n.t("sidebar.language"),
             options=list(i18n.LANG_LABELS),
             format_func=i18n.LANG_LABELS.get,
+            default=current,
             key=LANG,
-            persist_state="session",  # as every keyed input (its value is this run's language anyway)
+            persist_state="session",
             label_visibility="collapsed",
-            on_change=_switch_language,
         )
         st.button(i18n.t("present.leave"), key=LEAVE, icon="↩️", on_click=set_presenting, args=(False,))
-
-
-def _switch_language() -> None:
-    value = st.session_state.get(LANG)
-    if value and value != i18n.lang():  # a click on the language already shown unselects it: nothing to do
-        i18n.set_lang(value)
+    if choice and choice != current:  # a click on the language already shown unselects it: nothing to do
+        i18n.set_lang(choice)
+        st.rerun()
 
 
 def graphviz_chart(dot: str) -> None:
