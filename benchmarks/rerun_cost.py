@@ -22,22 +22,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import psutil  # noqa: E402
+from conftest import WATCH_SCRIPT_STATE  # noqa: E402
 from page_timing import CHROMIUM, CHROMIUM_ARGS, FLOOR_TITLE, start_app  # noqa: E402
 
 from triton_kitchen import lessons  # noqa: E402
 
-# Streamlit's script state on the app's root element; quiet: not running, and no change for 0.3 s
-_WATCH_JS = """window.__tkRuns = [];
-(function hook() {
-  const app = document.querySelector('[data-testid=stApp]');
-  if (!app) { setTimeout(hook, 10); return; }
-  const note = () => window.__tkRuns.push([performance.now(), app.getAttribute('data-test-script-state')]);
-  note();
-  new MutationObserver(note).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-})();"""
+# quiet: the app's script state (conftest.WATCH_SCRIPT_STATE) is not running and did not change for 0.3 s
 _QUIET_JS = """(since) => {
   const runs = window.__tkRuns || [];
   const app = document.querySelector('[data-testid=stApp]');
@@ -63,7 +58,7 @@ def browser_cpu() -> float:
 def measure(browser, url: str, title: str, server: psutil.Process, reruns: int, wait_up: bool) -> dict:
     """Means per rerun of the page at ``url``, in a new tab of its own."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
-    page.add_init_script(_WATCH_JS)
+    page.add_init_script(WATCH_SCRIPT_STATE)
     cdp = page.context.new_cdp_session(page)
     cdp.send("Performance.enable")
     try:

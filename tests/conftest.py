@@ -79,6 +79,20 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+# An init script (page.add_init_script): every change of the app's script state, with its time
+# (performance.now()), from the first paint on, in window.__tkRuns. Read by the click test and
+# benchmarks/rerun_cost.py. (A run too short to be seen "running" shows as "rerunRequested" then "notRunning".)
+WATCH_SCRIPT_STATE = """
+window.__tkRuns = [];
+(function hook() {
+  const app = document.querySelector('[data-testid=stApp]');
+  if (!app) { setTimeout(hook, 10); return; }
+  const note = () => window.__tkRuns.push([performance.now(), app.getAttribute('data-test-script-state')]);
+  note();
+  new MutationObserver(note).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+})();
+"""
+
 
 def remote_env(server) -> dict[str, str]:
     """The environment that points the app at ``server`` as a remote one, its metrics port named too (the host's

@@ -166,17 +166,7 @@ MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 # -- the page's state ---------------------------------------------------------------------------------------
-# Every change of the app's script state, with its time (performance.now()), from the first paint on.
-_WATCH_RUNS = """
-window.__tkRuns = [];
-(function hook() {
-  const app = document.querySelector('[data-testid=stApp]');
-  if (!app) { setTimeout(hook, 10); return; }
-  const note = () => window.__tkRuns.push([performance.now(), app.getAttribute('data-test-script-state')]);
-  note();
-  new MutationObserver(note).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-})();
-"""
+_WATCH_RUNS = conftest.WATCH_SCRIPT_STATE  # window.__tkRuns: each change of the script state, timed
 
 _IDLE = """(minIdle) => {
   const app = document.querySelector('[data-testid=stApp]');
