@@ -215,6 +215,14 @@ def median_pair(samples: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
+def page_titles(lang: str) -> dict[str, str]:
+    """Every page's URL path (``home`` for the welcome page) -> its title in ``lang``, what its h1 shows."""
+    ui = lessons.ui_strings(lang)
+    titles = {"home": ui["app.title"]}
+    titles |= {f"ch{n}": lessons.load_lesson(n, lang).title for n in lessons.CHAPTERS}
+    return titles | {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -231,10 +239,7 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    ui = lessons.ui_strings(args.lang)
-    titles = {"home": ui["app.title"]}
-    titles |= {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in lessons.CHAPTERS}
-    titles |= {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
+    titles = page_titles(args.lang)
     every_page = dict(titles)
     named = [u for u in f"{args.pages or ''},{args.up_tabs}".split(",") if u not in ("", "all", "none")]
     if unknown := [u for u in named if u not in every_page]:

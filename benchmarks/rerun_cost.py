@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import psutil  # noqa: E402
 from conftest import WATCH_SCRIPT_STATE  # noqa: E402
-from page_timing import CHROMIUM, CHROMIUM_ARGS, FLOOR_TITLE, start_app  # noqa: E402
+from page_timing import CHROMIUM, CHROMIUM_ARGS, FLOOR_TITLE, page_titles, start_app  # noqa: E402
 
 from triton_kitchen import lessons  # noqa: E402
 
@@ -101,11 +101,7 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from ui.pages import LABS
-
-    ui = lessons.ui_strings(args.lang)
-    titles = {f"ch{n}": lessons.load_lesson(n, args.lang).title for n in lessons.CHAPTERS}
-    titles |= {page.url: ui[f"{Path(page.path).stem}.title"] for page in LABS}
+    titles = page_titles(args.lang)
     if unknown := [u for u in args.pages.split(",") if u not in titles]:
         parser.error(f"no such page: {', '.join(unknown)} (pages: {', '.join(titles)})")
     floor_app, floor_base = start_app("benchmarks/floor_app.py")
@@ -120,7 +116,7 @@ def main() -> int:
             for url in args.pages.split(","):
                 result[url] = measure(
                     browser,
-                    f"{base}/{url}?lang={args.lang}",
+                    f"{base}/{url}?lang={args.lang}",  # /home: the welcome page's alias
                     titles[url],
                     psutil.Process(app.pid),
                     args.reruns,

@@ -48,6 +48,25 @@ def set_lang(value: str) -> None:
             st.session_state[switch] = value
 
 
+def language_switch(key: str, label_visibility: str = "visible") -> None:
+    """The language switch, each language in its own words (the sidebar's, and the projector's bar's while the
+    sidebar is hidden). Its value is read back after drawing and a different one switches the session: a value,
+    not a change callback (a click through an on_change callback was lost once, on a loaded CI run)."""
+    current = lang()
+    choice = st.segmented_control(
+        t("sidebar.language"),
+        options=list(LANG_LABELS),
+        format_func=LANG_LABELS.get,
+        default=current,
+        key=key,
+        persist_state="session",
+        label_visibility=label_visibility,
+    )
+    if choice and choice != current:  # a click on the language already shown unselects it: nothing to do
+        set_lang(choice)
+        st.rerun()
+
+
 def _choice(value: Any) -> bool:
     """A value a choice widget holds (an option, a number, a list of them): not a button's or a toggle's bool, not
     an upload (those widgets refuse a value set through session state), not None."""

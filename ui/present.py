@@ -59,24 +59,10 @@ def apply() -> None:
 
 
 def _bar() -> None:
-    """What the hidden sidebar would offer the teacher in front of the class: the language, and the way out.
-    The language is read back after drawing, as the sidebar's switch does: the widget's value decides, not a
-    change callback (a click through an on_change callback was lost once, on a loaded CI run)."""
-    current = i18n.lang()
+    """What the hidden sidebar would offer the teacher in front of the class: the language, and the way out."""
     with st.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center", key=BAR):
-        choice = st.segmented_control(
-            i18n.t("sidebar.language"),
-            options=list(i18n.LANG_LABELS),
-            format_func=i18n.LANG_LABELS.get,
-            default=current,
-            key=LANG,
-            persist_state="session",
-            label_visibility="collapsed",
-        )
+        i18n.language_switch(LANG, label_visibility="collapsed")
         st.button(i18n.t("present.leave"), key=LEAVE, icon="↩️", on_click=set_presenting, args=(False,))
-    if choice and choice != current:  # a click on the language already shown unselects it: nothing to do
-        i18n.set_lang(choice)
-        st.rerun()
 
 
 def graphviz_chart(dot: str) -> None:

@@ -52,21 +52,6 @@ def moved_ports(server) -> dict[str, tuple[int, int]]:
     }
 
 
-def _language_switch() -> None:
-    current = i18n.lang()
-    choice = st.segmented_control(
-        t("sidebar.language"),
-        options=list(i18n.LANG_LABELS),
-        format_func=i18n.LANG_LABELS.get,
-        default=current,
-        key=i18n.LANG_SWITCH,
-        persist_state="session",
-    )
-    if choice and choice != current:
-        i18n.set_lang(choice)
-        st.rerun()
-
-
 def _server_choice() -> None:
     """The teacher's choice of server for this session: the embedded one, or a remote URL."""
     mode = server.server_mode()
@@ -262,7 +247,7 @@ def render_sidebar() -> ServerStatus | None:
     """Draw the sidebar; returns the server status of this run (None when the embedded server is down)."""
     teacher = i18n.is_teacher() and not i18n.class_mode()  # in a class the controls are in the teacher's view
     with st.sidebar:
-        _language_switch()
+        i18n.language_switch(i18n.LANG_SWITCH)
         st.subheader(t("sidebar.server"))
         if teacher:
             _server_choice()
