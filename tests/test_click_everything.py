@@ -1,23 +1,19 @@
 """Click everything a student can reach, in a real browser, and fail on anything broken on screen.
 
 Playwright drives Debian's chromium against `streamlit run app.py`. Every page (the welcome page, the
-chapters, the labs) is opened in both languages; every button, toggle, checkbox, radio option, segmented
-option, tab and expander in the page's main area is pressed, one at a time, and after each press the test
-waits for the script run to finish and reads the page. It fails on:
+chapters, the labs) is opened; every button, toggle, checkbox, radio option, segmented option, tab and
+expander in the page's main area is pressed, one at a time, and after each press the test waits for the script
+run to finish and reads the page. It fails on what tests/_screen_checks.py finds there (an exception, an error box
+the page did not mean, the generic message, an untranslated string), and on Chinese laid out wrong.
 
-- a Streamlit exception box (``stException``);
-- an error box the page did not mean to show (only MEANT_ERRORS, keyed by page and widget, are allowed);
-- the app's generic "something went wrong" message (``error.unexpected``, in either language);
-- an untranslated string: on a zh page, an English ui.toml string that zh translates differently; on an
-  en page, Chinese text; on any page, a raw i18n key such as ``ch4.send``.
-
-Three modes, one Streamlit process each: the app's own embedded server (zh and en), the same app after
-its server was restarted from the sidebar (the flow lab must then show a live trace, not the recording),
-and the app pointed at a remote server (the session's ``server``): a demo that needs the embedded server's
-control API must say so in the user's language. Load tests are clicked with the smallest settings the page
-offers. A summary goes to artifacts/click_everything.json; a page with a problem is photographed whole to
-artifacts/screenshots/click_*.png, and with TK_SHOTS=1 every page the passes name is (to look at after a change:
-each whole-page shot costs seconds of Chromium's time, the suite has little).
+Two passes, one Streamlit process each, at once: Chinese (the default) on the app's own embedded server, and
+English on an app whose server was restarted from the sidebar and killed (the flow lab must then show a live
+trace, not the recording), which presses in full the long pages the Chinese pass only reads. What a page says in
+English on every page, and on a remote server, is read without a browser: tests/test_pages_in_apptest.py (a
+browser's rerun costs 0.2-0.7 s of CPU; this module is the suite's longest). Load tests are clicked with the
+smallest settings the page offers. A summary goes to artifacts/click_everything.json; a page with a problem is
+photographed whole to artifacts/screenshots/click_*.png, and with TK_SHOTS=1 every page the passes name is (to
+look at after a change: each whole-page shot costs seconds of Chromium's time, the suite has little).
 """
 
 from __future__ import annotations
@@ -27,13 +23,13 @@ import os
 import re
 import threading
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import conftest
 import pytest
 from _rendered_cjk import RENDERED_TEXT_JS, cjk_rendering_defects
+from _screen_checks import INSIDE_BOXES, UI, meant_error, norm, problems_on_screen
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +38,6 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 # rasterizes a page up to 9000 px tall, about 8 s of Chromium's CPU per shot on 2 cores (a quarter of the module's
 # CPU on three pages, measured), when the live tier's parallel part keeps both cores busy
 SHOT_EVERY_PAGE = bool(os.environ.get("TK_SHOTS"))
-LANGS = ("zh", "en")
 MAX_ACTIONS = 160  # per page visit: a page that keeps growing new buttons is a bug, not a reason to hang
 RUN_TIMEOUT_S = 150.0  # one script run; the longest (batching lab, minimum settings) takes ~20 s on 2 cores
 # a change (a new option, slider value, pick, a removed tag), a button or a page link always starts a run: how
@@ -68,101 +63,6 @@ def _slugs() -> list[str]:
 
 
 SLUGS = _slugs()
-
-
-# -- the UI strings ----------------------------------------------------------------------------------------
-def _flatten(table: dict, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in table.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        elif isinstance(value, str):
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-UI = {
-    lang: _flatten(tomllib.loads((ROOT / "lessons" / lang / "ui.toml").read_text("utf-8"))) for lang in LANGS
-}
-SECTIONS = sorted({key.split(".")[0] for key in UI["en"]})
-_ZH_CORPUS = "\n".join(
-    [*UI["zh"].values()]
-    + [
-        p.read_text("utf-8")
-        for p in sorted((ROOT / "lessons" / "zh").rglob("*"))
-        if p.suffix in (".md", ".toml")
-    ]
-)
-_MARKUP = re.compile(r"\{[^{}]*\}|\*\*|`|\n|\[|\]\([^)]*\)")  # placeholders and markdown split a template
-_LETTERS = re.compile(r"[A-Za-z]{2,}")
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.replace("*", "").replace("`", "").split())
-
-
-def _template_re(template: str) -> re.Pattern:
-    """A rendered ui.toml string: its literal parts in order, anything where a placeholder was."""
-    parts = [re.escape(_norm(p)) for p in re.split(r"\{[^{}]*\}", template)]
-    return re.compile(r".*?".join(parts), re.S)
-
-
-def _english_only() -> tuple[set[str], set[str]]:
-    """English strings that must not appear on a zh page: whole labels (exact text of an element), and
-    phrases of three or more words (anywhere in the text). Only where zh says something else."""
-    labels, phrases = set(), set()
-    zh_values = {_norm(v) for v in UI["zh"].values()}
-    for key, en in UI["en"].items():
-        if _norm(en) == _norm(UI["zh"].get(key, "")):
-            continue
-        # a whole label: words with a space, or one capitalised word ("Stop"); a lowercase word alone
-        # ("ensemble", "requests") is as often a technical term inside Chinese text
-        label = _norm(en)
-        if (
-            "{" not in en
-            and (" " in label or label[:1].isupper())
-            and sum(c.isalpha() for c in label) >= 3
-            and label not in zh_values
-        ):
-            labels.add(label)
-        for part in _MARKUP.split(en):
-            part = _norm(part.strip(" .,:;·—–-()"))
-            if len(_LETTERS.findall(part)) >= 3 and part not in _ZH_CORPUS:
-                phrases.add(part)
-    return labels, phrases
-
-
-EN_LABELS, EN_PHRASES = _english_only()
-RAW_KEY = re.compile(
-    r"(?<![\w./-])(?:" + "|".join(map(re.escape, SECTIONS)) + r")\.[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*"
-)
-FILE_SUFFIXES = {"py", "pbtxt", "json", "log", "txt", "png", "jpg", "jpeg", "onnx", "md", "toml", "yml", "yaml",
-                 "csv", "bin", "proto", "sh", "html", "previous"}  # fmt: skip
-CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-GENERIC = {lang: _norm(UI[lang]["error.unexpected"]) for lang in LANGS}
-
-INSIDE_BOXES = ("flow_inside", "ch2_inside", "ch3_par", "ch3_casc")  # ui/inside_dag.inside_view's keys
-
-# Error boxes a page means to show, once the widget that asks for them was used on that page:
-# (page slug or "*", widget key prefix) -> ui.toml keys of the messages allowed in an error box.
-MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("ch2", "ch2_swap"): ("ch2.invalid",),  # the editor's verdict on the swapped input_map
-    # chapter 7's "break it" options: each mistake's own translated error
-    ("ch7", "ch7_mistake"): (
-        "error.wrong_tensor_name",
-        "error.wrong_dtype",
-        "error.wrong_shape",
-        "error.nothing_listening",  # the "dead server" mistake: a closed port, on purpose
-    ),  # fmt: skip
-    ("*", "tk_quiz_"): ("quiz.wrong",),  # a wrong quiz answer
-    # the break-it lab: each mistake's real error, shown on purpose beside its fix
-    ("lab-break", "break_"): ("lab_break.raised",),
-    # one request inside an ensemble, sent a text file as the photo: the failing step, on purpose
-    **{
-        ("*", f"{box}_send"): ("inside.failed", "inside.failed_undecided", "inside.failed_nothing_ran")
-        for box in INSIDE_BOXES
-    },
-}
 
 
 # -- the page's state ---------------------------------------------------------------------------------------
@@ -226,35 +126,6 @@ _READ = """() => {
 }"""
 
 
-def problems_on_screen(seen: dict, lang: str, meant=lambda text: False) -> list[str]:
-    """What is wrong on a page, from what _READ saw there; ``meant(text)``: an error box the page means."""
-    found = [f"image did not load: {src}" for src in seen.get("broken", [])]
-    for text in seen["exceptions"]:
-        found.append(f"Streamlit exception: {_norm(text)[:500]}")
-    for text in seen["errors"]:
-        if not meant(text):
-            found.append(f"error box: {_norm(text)[:300]}")
-    joined = _norm(" ".join(seen["texts"]))
-    for generic_lang in LANGS:
-        if GENERIC[generic_lang] in joined:
-            detail = _norm(seen["details"][-1])[:400] if seen["details"] else ""
-            found.append(f"generic error ({generic_lang}): {detail}")
-    for match in RAW_KEY.finditer(" ".join(seen["texts"])):
-        key = match.group(0).rstrip(".")
-        if key in UI["en"] or key.rsplit(".", 1)[-1] not in FILE_SUFFIXES:
-            found.append(f"raw i18n key: {key}")
-    if lang == "zh":
-        for text in seen["texts"]:
-            if _norm(text) in EN_LABELS:
-                found.append(f"English on a zh page: {_norm(text)!r}")
-        found += [f"English on a zh page: {p!r}" for p in sorted(EN_PHRASES) if p in joined]
-    else:
-        for text in seen["texts"]:
-            if CJK.search(text):
-                found.append(f"Chinese on an en page: {_norm(text)[:120]!r}")
-    return list(dict.fromkeys(found))
-
-
 @dataclass
 class Visit:
     """One page opened in one language and mode; the problems it found go to ``problems``."""
@@ -280,18 +151,6 @@ class Visit:
             if problem not in self.seen:
                 self.seen.add(problem)
                 self.problems.append(f"{self.name} after {after}: {problem}")
-
-
-def meant_error(text: str, lang: str, slug: str, used: set[str]) -> bool:
-    """Is ``text`` (an error box) one of MEANT_ERRORS for this page, once the widgets in ``used`` were pressed?"""
-    keys = [
-        key
-        for (page, prefix), allowed in MEANT_ERRORS.items()
-        if page in ("*", slug) and any(k.startswith(prefix) for k in used)
-        for key in allowed
-    ]
-    text = _norm(text)
-    return any(_template_re(UI[lang][k]).search(text) for k in keys if k in UI[lang])
 
 
 # -- finding and pressing things ------------------------------------------------------------------------------
@@ -705,10 +564,10 @@ class Pass:
 
 
 # -- the apps and the passes -----------------------------------------------------------------------------------
-# The three passes run at once (two cores; one pass keeps about one busy: it mostly waits for Chromium to draw
-# and for the server to answer): Chinese in the test's own thread; English and the remote pass each in a thread
-# of its own with its own Playwright and Chromium (Playwright's sync API belongs to the thread that started it),
-# against an app of its own, so the English pass can restart and kill its server without touching the others.
+# The two passes run at once (two cores; one pass keeps about one busy: it mostly waits for Chromium to draw
+# and for the server to answer): Chinese in the test's own thread; English in a thread of its own with its own
+# Playwright and Chromium (Playwright's sync API belongs to the thread that started it), against an app of its
+# own, so that it can restart and kill its server without touching the other.
 EMBEDDED = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}  # no TRITON_* URL: the app's own server
 
 
@@ -752,8 +611,7 @@ class InThread:
         if not self._collected:
             import warnings
 
-            # the English pass returns (pass, sources), the remote one the pass
-            run = self._value[0] if isinstance(self._value, tuple) else self._value
+            run = self._value[0] if isinstance(self._value, tuple) else self._value  # (pass, sources)
             found = self._error or getattr(run, "problems", None)
             if found:
                 warnings.warn(f"the {name} pass, whose test did not run, found: {found}", stacklevel=1)
@@ -785,18 +643,6 @@ def en_pass():
         running.teardown("English")
 
 
-@pytest.fixture(scope="module")
-def remote_pass(server):
-    """The remote pass, started at once in its own thread (see _remote)."""
-    with conftest.streamlit_app(conftest.remote_env(server), log_name="streamlit-click-remote.log") as (
-        url,
-        _proc,
-    ):
-        running = InThread(lambda browser: _remote(browser, url))
-        yield running
-        running.teardown("remote")
-
-
 # The longest pages are pressed in full in English instead: the two passes run at once, so they share them out.
 # The Chinese pass still opens their tabs and expanders and reads their Chinese; ch9's results in Chinese are
 # AppTest's (tests/test_ch9.py).
@@ -806,10 +652,10 @@ TEXT_ONLY = Scope(quiz_questions=0, options=False, heavy=frozenset(), buttons=Fa
 
 @pytest.mark.slow
 @needs_chromium
-def test_click_everything_zh(embedded_app, browser, en_pass, remote_pass):
+def test_click_everything_zh(embedded_app, browser, en_pass):
     """Every page in Chinese (the default), everything pressed (options, load tests, a quiz answer per chapter)
-    but on FULL_IN_ENGLISH's pages; each page's Chinese as rendered. (Asks for the other passes only to start
-    them now, beside this one.)"""
+    but on FULL_IN_ENGLISH's pages; each page's Chinese as rendered. (Asks for the English pass only to start it
+    now, beside this one.)"""
     run = Pass(browser, embedded_app[0], "embedded", "zh", Scope())
     _each_page(run, SLUGS, shots=SLUGS, scopes=dict.fromkeys(FULL_IN_ENGLISH, TEXT_ONLY)).report()
 
@@ -855,12 +701,12 @@ def _flow_send(run: Pass, when: str, restart=None) -> str:
         page.locator(".st-key-flow_send button").click()
         settle(page, t0, expect_run_s=RUN_STARTS_S)
         visit.check(page, f"flow_send {when}")
-        text = _norm(page.locator("[data-testid=stMain]").inner_text())
+        text = norm(page.locator("[data-testid=stMain]").inner_text())
         source = next(
             (
                 s
                 for s in ("trace", "statistics", "recorded")
-                if _norm(UI[run.lang][f"lab_flow.source_{s}"]) in text
+                if norm(UI[run.lang][f"lab_flow.source_{s}"]) in text
             ),
             "none",
         )
@@ -894,10 +740,10 @@ def _wait_down_then_up(page) -> None:
 
 def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str]]:
     """The embedded server restarted from the sidebar, then killed and brought back by auto-restart: the flow
-    lab traces live after each; then every page in English: FULL_IN_ENGLISH's pressed in full, the others' tabs
-    and expanders opened (their text; their buttons, options, load tests and quiz ran in the Chinese pass, whose
-    code is the same)."""
-    run = Pass(browser, url, "restart", "en", TEXT_ONLY)
+    lab traces live after each; then FULL_IN_ENGLISH's pages in English, pressed in full. (The other pages' buttons,
+    options, load tests and quiz ran in the Chinese pass, whose code is the same; their English, every box open, is
+    read by tests/test_pages_in_apptest.py.)"""
+    run = Pass(browser, url, "restart", "en", Scope())
     sources = {
         "before a restart": _flow_send(run, "before a restart"),
         "after the restart button": _flow_send(run, "after the restart button", _restart_button),
@@ -907,8 +753,7 @@ def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str]]:
             lambda page: (_kill_tritonserver(proc.pid), _wait_down_then_up(page)),
         ),
     }
-    full = dict.fromkeys(FULL_IN_ENGLISH, Scope())
-    return _each_page(run, SLUGS, shots=("ch2", "ch3", "ch8", *FULL_IN_ENGLISH), scopes=full), sources
+    return _each_page(run, [s for s in SLUGS if s in FULL_IN_ENGLISH], shots=FULL_IN_ENGLISH), sources
 
 
 @pytest.mark.slow
@@ -922,78 +767,3 @@ def test_click_everything_en_after_restarts(en_pass):
         if source != "trace"
     ]
     run.report(not_live)
-
-
-# Pages whose buttons, tabs and expanders do nothing differently on a remote server (no repository, trace,
-# metrics or statistics-only path; the protocol lab's shared-memory choice is an option, not pressed here): the
-# embedded passes cover them
-SAME_ON_A_REMOTE = frozenset({"", "ch1", "ch4", "ch5", "ch6", "ch7", "lab-break", "lab-protocols"})
-
-
-def _remote(browser, url: str) -> Pass:
-    """The app pointed at a remote server, in Chinese: the buttons, tabs and expanders of every page that
-    behaves differently there (the batching lab's run included)."""
-    run = Pass(
-        browser, url, "remote", "zh", Scope(quiz_questions=0, options=False, heavy=frozenset({"batch_run"}))
-    )
-    return _each_page(run, [s for s in SLUGS if s not in SAME_ON_A_REMOTE])
-
-
-@pytest.mark.slow
-@needs_chromium
-def test_click_everything_remote(remote_pass):
-    """The remote pass (see _remote): a demo that needs the embedded server's control API says so in Chinese,
-    no generic error, no error box the page did not mean."""
-    remote_pass.result().report()
-
-
-def test_the_checks_catch_what_they_should():
-    """The page checks themselves, on text a page could show (no browser): each kind of problem is found,
-    and what a page legitimately shows is not."""
-
-    def seen(texts=(), errors=(), exceptions=(), details=()):
-        return {
-            "texts": list(texts),
-            "errors": list(errors),
-            "exceptions": list(exceptions),
-            "details": list(details),
-        }
-
-    # Chinese as rendered: a literal emphasis marker, a stray space; not a space around English words
-    assert len(cjk_rendering_defects("中 文。 中**")) == 3
-    assert not cjk_rendering_defects("用 Triton 跑 `ensemble`：⟦code⟧ 或 “unused”。Access-Control-* 头")
-    zh, en = UI["zh"], UI["en"]
-    assert problems_on_screen({**seen(), "broken": ["http://x/media/a.png"]}, "en") == [
-        "image did not load: http://x/media/a.png"
-    ]
-    fine_zh = seen(
-        [zh["quiz.title"], "image_classifier", "config.pbtxt", "model_repository/classifier/1/model.py"]
-    )
-    assert problems_on_screen(fine_zh, "zh") == []
-    assert problems_on_screen(seen([en["quiz.title"], "English"]), "en") == []
-    # an English UI string on a zh page, whole or as a phrase inside a longer text
-    assert problems_on_screen(seen([en["quiz.check"]]), "zh") == [
-        f"English on a zh page: {en['quiz.check']!r}"
-    ]
-    assert problems_on_screen(seen(["结果：" + en["lab_flow.source_recorded"]]), "zh")
-    # Chinese on an en page; a raw key in either language
-    assert problems_on_screen(seen([zh["quiz.title"]]), "en")
-    assert problems_on_screen(seen(["ch4.send"]), "en") == ["raw i18n key: ch4.send"]
-    assert problems_on_screen(seen(["lab_flow.no_such_code"]), "zh") == [
-        "raw i18n key: lab_flow.no_such_code"
-    ]
-    # the generic message, with the detail under it
-    generic = seen(
-        [zh["error.unexpected"]], errors=[zh["error.unexpected"]], details=["StreamlitAPIException: boom"]
-    )
-    assert problems_on_screen(generic, "zh") == [
-        f"error box: {_norm(zh['error.unexpected'])}",
-        "generic error (zh): StreamlitAPIException: boom",
-    ]
-    assert problems_on_screen(seen(exceptions=["Traceback"]), "en") == ["Streamlit exception: Traceback"]
-    # an error box is allowed only where MEANT_ERRORS says so, and only once its widget was pressed
-    verdict = "⛔ " + en["ch2.invalid"].replace("{n}", "2")
-    assert meant_error(verdict, "en", "ch2", {"ch2_swap"})
-    assert not meant_error(verdict, "en", "ch2", set())
-    assert not meant_error(verdict, "en", "ch3", {"ch2_swap"})
-    assert not meant_error(en["error.unexpected"], "en", "ch7", {"ch7_mistake"})
