@@ -126,3 +126,17 @@ def test_words_come_from_ui_toml():
         assert word in dot and word != "diagram.level"
         assert f"{lessons.t('diagram.input', lang)}: IN" in dot
     assert "最新版本 · 第 1 层" in to_dot(dag, lang="zh") and "latest · level 1" in to_dot(dag)
+
+
+def test_a_size_known_only_per_request_is_said_in_words():
+    """The classifier's ensemble takes the photo and gives its top-5 labels as TYPE_STRING (BYTES on the wire):
+    their size is the strings', per request. The edge says so in the reader's language, not "?" (which reads as a fault); a fixed size stays a size."""
+    from triton_kitchen.server import DEFAULT_REPOSITORY
+
+    dag = build_dag("image_classifier", DEFAULT_REPOSITORY)
+    for lang, word in (("en", "size varies"), ("zh", "大小不定")):
+        dot = to_dot(dag, lang=lang)
+        label = next(line for line in dot.splitlines() if '-> "out:top5_labels"' in line)
+        assert "STRING [B,5]\\n" + word in label, label
+        assert "?" not in dot
+        assert "602 kB" in dot  # image_tensor: FP32 [3,224,224], 4 bytes each

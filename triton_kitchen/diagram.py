@@ -98,11 +98,13 @@ def shape_text(dims, batched: bool = False) -> str:
     return f"[B,{inner}]" if batched else f"[{inner}]"
 
 
-def tensor_label(dag: Dag, name: str, show_bytes: bool = True) -> str:
+def tensor_label(dag: Dag, name: str, show_bytes: bool = True, lang: str = "en") -> str:
+    """Name, type and shape, and the bytes one request moves; a size known only per request (BYTES strings, a -1
+    dimension) is said in words, not as "?", which reads as a fault."""
     t = dag.tensor(name)
     parts = [t.name, f"{short_type(t.data_type)} {shape_text(t.dims, t.batched)}"]
     if show_bytes:
-        parts.append(format_bytes(t.bytes))
+        parts.append(format_bytes(t.bytes) if t.bytes is not None else _word(lang, "size_varies"))
     return "\n".join(parts)
 
 
@@ -369,6 +371,6 @@ def to_dot(
     for u, v, tensor in dag.edges():
         faded = any(marks.get(n) is not None and marks[n].dashed for n in (u, v))
         extra = ', style=dashed, color="#c8c8c8", fontcolor="#9a9a9a"' if faded else ""
-        out.append(f"  {_q(u)} -> {_q(v)} [label={_q(tensor_label(dag, tensor, show_bytes))}{extra}];")
+        out.append(f"  {_q(u)} -> {_q(v)} [label={_q(tensor_label(dag, tensor, show_bytes, lang))}{extra}];")
     out.append("}")
     return "\n".join(out) + "\n"
