@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _screen_checks import apptest_screen, problems_on_screen
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
@@ -47,6 +48,8 @@ def test_lab_shows_why_beside_what(embedded):
     at.slider(key="batch_d").set_value(1)
     at.button(key="batch_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    # everything the run shows, in English (the browser's click test leaves this run to this test and test_present)
+    assert problems_on_screen(apptest_screen(at), lang) == []
     captions = [c.value for c in at.caption]
     split = lessons.t("why.split", lang, setting="", queue=0, compute=0, inside=0, mean=0, outside=0)
     assert sum(1 for c in captions if split[4:12] in c) == 2  # Triton's split, for off and for on

@@ -1,5 +1,6 @@
 """Chapter 9's page: every live element driven through AppTest (predict, run on the real server, "your prediction /
-what happened"), and the predict-then-see helper on its own. In Chromium, in English: tests/test_click_everything.py.
+what happened"), in Chinese and then, switched, in English; and the predict-then-see helper on its own. In Chromium,
+in English: tests/test_click_everything.py (but for the four measurements, run here).
 
 The page's runs are the scheduling library's measurements on the real server (instances, priorities, a full
 queue, Little's law): what they must show is asserted here, once, not again in tests/test_scheduling.py."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _screen_checks import apptest_screen, problems_on_screen
 from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
 
@@ -25,7 +27,7 @@ def _open(lang: str) -> AppTest:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lang", ["zh"])  # in English, the click pass presses every one of them in Chromium
+@pytest.mark.parametrize("lang", ["zh"])  # then English, the same results switched (no second run)
 def test_chapter9_every_live_element(embedded, lang):
     original = kserve.model_config(embedded.endpoint, scheduling.MODEL)
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
@@ -86,6 +88,13 @@ def test_chapter9_every_live_element(embedded, lang):
     shown = shown_text(at)
     assert t(f"ch9.ens_{ens.outcome()}") in shown
     assert t("ch9.ens_detail", ratio=f"{ens.ratio():.2f}") in shown
+    # the same results in English (a language switch keeps them): the browser's click test does not run them again
+    at.sidebar.segmented_control(key="tk_lang_switch").set_value("en").run()
+    assert not at.exception, [e.value for e in at.exception]
+    en = shown_text(at)
+    assert lessons.t(f"ch9.inst_{result.outcome()}", "en") in en and lessons.t("predict.happened", "en") in en
+    assert lessons.t("ch9.little_yours", "en", c=2, rps="", predicted="", measured="").split("=")[0] in en
+    assert problems_on_screen(apptest_screen(at), "en") == []
 
 
 def _predict_app() -> None:

@@ -8,7 +8,8 @@ the page did not mean, the generic message, an untranslated string), and on Chin
 
 Two passes, one Streamlit process each, at once: Chinese (the default) on the app's own embedded server, and
 English on an app whose server was restarted from the sidebar and killed (the flow lab must then show a live
-trace, not the recording), which presses in full the long pages the Chinese pass only reads. What a page says in
+trace, not the recording), which presses in full the long pages the Chinese pass only reads, then a share of the
+Chinese pages. Load tests that other tests run and read in both languages are not pressed again (HEAVY). What a page says in
 English on every page, and on a remote server, is read without a browser: tests/test_pages_in_apptest.py (a
 browser's rerun costs 0.2-0.7 s of CPU; this module is the suite's longest). Load tests are clicked with the
 smallest settings the page offers. A summary goes to artifacts/click_everything.json; a page with a problem is
@@ -295,9 +296,18 @@ def _ch7_mistakes(page, visit: Visit) -> None:
 AFTER = {"ch7_run": _ch7_mistakes}
 
 
-# load tests: only those in a pass's Scope.heavy run; the batching lab's offered-load sweep (six points, no
-# smaller setting) in none: tests/test_batching_why.py runs it through AppTest
-HEAVY = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run", "why_load_run"})
+# load tests: only those in a pass's Scope.heavy run. Each keeps both cores busy for seconds; where another test
+# already runs one, and reads what it shows in both languages, no pass presses it here:
+# - the batching lab's offered-load sweep (six points, no smaller setting): tests/test_batching_why.py, AppTest;
+# - the batching lab's run: tests/test_present.py in Chromium (in Chinese, then switched to English, the plot kept),
+#   tests/test_batching_why.py in English (AppTest, read with the screen checks);
+# - chapter 9's four measurements: tests/test_ch9.py (AppTest, in Chinese, then switched to English and read with
+#   the screen checks).
+HEAVY = frozenset(
+    {"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run", "why_load_run"}
+    | {"ch9_inst_run", "ch9_prio_run", "ch9_q_run", "ch9_little_run"}
+)
+PROTOCOL_LAB_RUNS = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run"})
 # One component on many pages: its options are cycled once per pass (on the first page that shows it), its buttons
 # pressed on every page. Key pattern -> the component's name ({0}: the pattern's group, one control of several).
 SHARED = {
@@ -329,7 +339,7 @@ class Scope:
     # runs the same code; the banks' text is checked in both languages by test_lessons
     quiz_questions: int = 1
     options: bool = True  # every option of radios and segmented controls, and toggles
-    heavy: frozenset = HEAVY - {"why_load_run"}  # the load tests that run (at their smallest settings)
+    heavy: frozenset = PROTOCOL_LAB_RUNS  # the load tests that run (at their smallest settings; see HEAVY)
     buttons: bool = True  # False: only tabs and expanders (and the quiz): the page's text, not its runs
 
 
@@ -611,7 +621,9 @@ class InThread:
         if not self._collected:
             import warnings
 
-            run = self._value[0] if isinstance(self._value, tuple) else self._value  # (pass, sources)
+            run = (
+                self._value[0] if isinstance(self._value, tuple) else self._value
+            )  # (pass, sources, zh pass)
             found = self._error or getattr(run, "problems", None)
             if found:
                 warnings.warn(f"the {name} pass, whose test did not run, found: {found}", stacklevel=1)
@@ -648,16 +660,24 @@ def en_pass():
 # AppTest's (tests/test_ch9.py).
 FULL_IN_ENGLISH = frozenset({"ch9", "lab-batching", "lab-protocols"})
 TEXT_ONLY = Scope(quiz_questions=0, options=False, heavy=frozenset(), buttons=False)  # tabs and expanders
+# The Chinese pass's pages that the English pass's thread presses (in Chinese, after its English pages), so that
+# both threads take about as long: the module is the parallel part's longest. Pages without a SHARED component,
+# which a second pass would cycle again.
+ZH_IN_THE_OTHER_THREAD = frozenset({"ch6", "ch8", "ch10", "lab-break"})
 
 
 @pytest.mark.slow
 @needs_chromium
 def test_click_everything_zh(embedded_app, browser, en_pass):
     """Every page in Chinese (the default), everything pressed (options, load tests, a quiz answer per chapter)
-    but on FULL_IN_ENGLISH's pages; each page's Chinese as rendered. (Asks for the English pass only to start it
-    now, beside this one.)"""
+    but on FULL_IN_ENGLISH's pages; each page's Chinese as rendered. ZH_IN_THE_OTHER_THREAD's pages are pressed by
+    the English pass's thread, after its own (its findings are reported here)."""
     run = Pass(browser, embedded_app[0], "embedded", "zh", Scope())
-    _each_page(run, SLUGS, shots=SLUGS, scopes=dict.fromkeys(FULL_IN_ENGLISH, TEXT_ONLY)).report()
+    here = [s for s in SLUGS if s not in ZH_IN_THE_OTHER_THREAD]
+    _each_page(run, here, shots=SLUGS, scopes=dict.fromkeys(FULL_IN_ENGLISH, TEXT_ONLY))
+    *_, other = en_pass.result()
+    run.timings |= other.timings
+    run.report(other.problems)
 
 
 def _kill_tritonserver(streamlit_pid: int) -> int:
@@ -738,11 +758,12 @@ def _wait_down_then_up(page) -> None:
     wait_server_up(page)
 
 
-def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str]]:
+def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str], Pass]:
     """The embedded server restarted from the sidebar, then killed and brought back by auto-restart: the flow
     lab traces live after each; then FULL_IN_ENGLISH's pages in English, pressed in full. (The other pages' buttons,
     options, load tests and quiz ran in the Chinese pass, whose code is the same; their English, every box open, is
-    read by tests/test_pages_in_apptest.py.)"""
+    read by tests/test_pages_in_apptest.py.) Then, in a tab of its own, the Chinese pass's share of the pages
+    (ZH_IN_THE_OTHER_THREAD) on this app, whose server came back twice."""
     run = Pass(browser, url, "restart", "en", Scope())
     sources = {
         "before a restart": _flow_send(run, "before a restart"),
@@ -753,14 +774,16 @@ def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str]]:
             lambda page: (_kill_tritonserver(proc.pid), _wait_down_then_up(page)),
         ),
     }
-    return _each_page(run, [s for s in SLUGS if s in FULL_IN_ENGLISH], shots=FULL_IN_ENGLISH), sources
+    _each_page(run, [s for s in SLUGS if s in FULL_IN_ENGLISH], shots=FULL_IN_ENGLISH)
+    zh = Pass(browser, url, "restart", "zh", Scope())
+    return run, sources, _each_page(zh, [s for s in SLUGS if s in ZH_IN_THE_OTHER_THREAD], shots=SLUGS)
 
 
 @pytest.mark.slow
 @needs_chromium
 def test_click_everything_en_after_restarts(en_pass):
     """The English pass (see _english): its findings, and a live trace in the flow lab after each restart."""
-    run, sources = en_pass.result()
+    run, sources, _ = en_pass.result()
     not_live = [
         f"restart/en /lab-flow: flow_send {when} showed the {source} timeline, not a live trace"
         for when, source in sources.items()
