@@ -157,7 +157,7 @@ def meant_error(text: str, lang: str, slug: str, used: set[str]) -> bool:
 
 # -- an AppTest run's screen --------------------------------------------------------------------------------------
 # The proto fields a reader sees as text (a widget's label, options and tooltip, a box's label, a chart's spec,
-# a table's columns); not ids, icons, keys, or what a reader typed (a text box's value)
+# a table's column settings); not ids, icons, keys, or what a reader typed (a text box's value)
 _SHOWN_FIELDS = frozenset(
     {
         "body",
@@ -173,12 +173,28 @@ _SHOWN_FIELDS = frozenset(
         "columns",
     }
 )
-_NOT_READ = frozenset({"code", "text_area", "json"})  # code, as in the browser (pre, code, textarea): skipped
+_JSON_FIELDS = frozenset({"spec", "columns"})  # plotly's and vega's specs, a table's column settings: JSON
+_NOT_READ = frozenset({"code", "json"})  # code, as in the browser (pre, code): skipped
 _BOTH_LANGUAGES = ("tk_lang_switch", "tk_present_lang")  # the language switches: 中文 | English, by design
 _CODE_SPANS = re.compile(r"```.*?```|`[^`\n]*`", re.S)  # code inside Markdown, which the browser skips too
+# a line break, or DOT's written one ("\\n" in a label): each line a text of its own, as the browser reads it
+_LINES = re.compile(r"\n|\\n")
+
+
+def _json_strings(value) -> list[str]:
+    """Every string in a JSON document (json.dumps writes Chinese as \\u escapes: read it decoded)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _json_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _json_strings(v)]
+    return []
 
 
 def _shown_strings(message) -> list[str]:
+    import json
+
     from google.protobuf.message import Message
 
     found = []
@@ -188,13 +204,20 @@ def _shown_strings(message) -> list[str]:
             if isinstance(v, Message):
                 found += _shown_strings(v)
             elif isinstance(v, str) and field_desc.name in _SHOWN_FIELDS:
-                found.append(_CODE_SPANS.sub(" ", v))
+                if field_desc.name in _JSON_FIELDS:
+                    try:
+                        found += _json_strings(json.loads(v))
+                        continue
+                    except ValueError:  # a graphviz chart's spec is DOT, not JSON
+                        pass
+                found += _LINES.split(_CODE_SPANS.sub(" ", v))
     return found
 
 
 def apptest_screen(at) -> dict:
-    """What an AppTest run shows, read as the browser's _READ reads a page (main area and sidebar): texts,
-    error boxes, exceptions, and the code under expanders (an unexpected error's details)."""
+    """What an AppTest run shows, read as the browser's _READ reads a page (main area and sidebar): texts (each
+    line apart), error boxes, exceptions, a table's column names, and the code under expanders (an unexpected
+    error's details)."""
     screen: dict = {"texts": [], "errors": [], "exceptions": [], "details": [], "broken": []}
 
     def walk(node, in_expander: bool) -> None:
@@ -209,9 +232,11 @@ def apptest_screen(at) -> dict:
             and not getattr(proto, "id", "").endswith(_BOTH_LANGUAGES)
         ):
             texts = [s for s in _shown_strings(proto) if s.strip()]
+            if kind in ("arrow_data_frame", "arrow_table", "dataframe", "table"):
+                texts += [str(c) for c in getattr(node.value, "columns", [])]
             screen["texts"] += texts
             if kind == "error":
-                screen["errors"] += texts
+                screen["errors"].append("\n".join(texts))
         for child in getattr(node, "children", {}).values():
             walk(child, in_expander or kind == "expander")
 

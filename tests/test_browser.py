@@ -1,7 +1,8 @@
 """The app in a real browser: Playwright driving Debian's chromium against `streamlit run app.py`.
 
-Classify and switch the language; break a config in the editor. Every page in both languages, everything on
-it pressed, Chinese as rendered and images loaded: tests/test_click_everything.py. Screenshots go under
+Classify and switch the language; break a config in the editor. Every page, everything on it pressed (in Chinese;
+the long pages in English), Chinese as rendered and images loaded: tests/test_click_everything.py; every page's
+text in both languages: tests/test_pages_in_apptest.py. Screenshots go under
 artifacts/screenshots/ (gitignored) for a person to look at.
 """
 

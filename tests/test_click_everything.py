@@ -40,7 +40,7 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 # CPU on three pages, measured), when the live tier's parallel part keeps both cores busy
 SHOT_EVERY_PAGE = bool(os.environ.get("TK_SHOTS"))
 MAX_ACTIONS = 160  # per page visit: a page that keeps growing new buttons is a bug, not a reason to hang
-RUN_TIMEOUT_S = 150.0  # one script run; the longest (batching lab, minimum settings) takes ~20 s on 2 cores
+RUN_TIMEOUT_S = 150.0  # one script run; the longest (a protocol lab load test, minimum settings) takes ~12 s
 # a change (a new option, slider value, pick, a removed tag), a button or a page link always starts a run: how
 # long to wait for it to start (CI's two loaded cores once started one more than 3 s after the click; the wait
 # ends when it starts)
@@ -299,8 +299,9 @@ AFTER = {"ch7_run": _ch7_mistakes}
 # load tests: only those in a pass's Scope.heavy run. Each keeps both cores busy for seconds; where another test
 # already runs one, and reads what it shows in both languages, no pass presses it here:
 # - the batching lab's offered-load sweep (six points, no smaller setting): tests/test_batching_why.py, AppTest;
-# - the batching lab's run: tests/test_present.py in Chromium (in Chinese, then switched to English, the plot kept),
-#   tests/test_batching_why.py in English (AppTest, read with the screen checks);
+# - the batching lab's run: tests/test_present.py in Chromium (in Chinese, its plot's size and fonts, then switched
+#   to English, the plot kept), tests/test_batching_why.py in English (AppTest, read with the screen checks), and
+#   tests/test_pages_in_apptest.py on a remote server (in Chinese, read with them);
 # - chapter 9's four measurements: tests/test_ch9.py (AppTest, in Chinese, then switched to English and read with
 #   the screen checks).
 HEAVY = frozenset(
@@ -515,6 +516,7 @@ class Pass:
         self.problems: list[str] = []
         self.timings: dict[str, dict] = {}
         self.shared: set[str] = set()
+        self.reported = False  # by report(), or by another pass's report (InThread.teardown warns otherwise)
 
     def open(self, slug: str):
         """A fresh tab on ``slug`` (a new Streamlit session)."""
@@ -560,6 +562,7 @@ class Pass:
         self.context.close()
 
     def report(self, extra: list[str] = ()) -> None:
+        self.reported = True
         problems = [*extra, *self.problems]
         name = f"{self.mode}-{self.lang}"
         out = ROOT / "artifacts" / "click_everything.json"
@@ -613,20 +616,20 @@ class InThread:
         self._thread.join(timeout)
 
     def teardown(self, name: str) -> None:
-        """At the fixture's end: the pass must be over (its app stops next). If its test did not ask for its
-        result (deselected), what it found still surfaces, as a warning."""
+        """At the fixture's end: the pass must be over (its app stops next). What it found that no test reported
+        (a deselected test) still surfaces, as a warning."""
         self.join(600)
         if self._thread.is_alive():
             pytest.fail(f"the {name} pass still runs as its app stops")
-        if not self._collected:
-            import warnings
+        import warnings
 
-            run = (
-                self._value[0] if isinstance(self._value, tuple) else self._value
-            )  # (pass, sources, zh pass)
-            found = self._error or getattr(run, "problems", None)
-            if found:
-                warnings.warn(f"the {name} pass, whose test did not run, found: {found}", stacklevel=1)
+        if self._error is not None and not self._collected:
+            warnings.warn(f"the {name} pass, whose test did not run, failed: {self._error!r}", stacklevel=1)
+        parts = self._value if isinstance(self._value, tuple) else (self._value,)
+        for run in (p for p in parts if isinstance(p, Pass) and not p.reported and p.problems):
+            warnings.warn(
+                f"the {name} thread's {run.mode}-{run.lang} pass, not reported: {run.problems}", stacklevel=1
+            )
 
     def result(self, timeout: float = 1800.0):
         self._collected = True
@@ -669,13 +672,20 @@ ZH_IN_THE_OTHER_THREAD = frozenset({"ch6", "ch8", "ch10", "lab-break"})
 @pytest.mark.slow
 @needs_chromium
 def test_click_everything_zh(embedded_app, browser, en_pass):
-    """Every page in Chinese (the default), everything pressed (options, load tests, a quiz answer per chapter)
-    but on FULL_IN_ENGLISH's pages; each page's Chinese as rendered. ZH_IN_THE_OTHER_THREAD's pages are pressed by
-    the English pass's thread, after its own (its findings are reported here)."""
+    """Every page in Chinese (the default), everything pressed (options, buttons, a quiz answer per chapter) but on
+    FULL_IN_ENGLISH's pages; each page's Chinese as rendered. ZH_IN_THE_OTHER_THREAD's pages are pressed by the
+    English pass's thread, after its own: their findings are reported here."""
     run = Pass(browser, embedded_app[0], "embedded", "zh", Scope())
     here = [s for s in SLUGS if s not in ZH_IN_THE_OTHER_THREAD]
     _each_page(run, here, shots=SLUGS, scopes=dict.fromkeys(FULL_IN_ENGLISH, TEXT_ONLY))
-    *_, other = en_pass.result()
+    try:
+        *_, other = en_pass.result()
+    except BaseException as exc:  # noqa: BLE001 - the English test raises it again; report this pass's own
+        run.report(
+            [f"the English pass's thread failed, so {sorted(ZH_IN_THE_OTHER_THREAD)} went unpressed: {exc!r}"]
+        )
+        return
+    other.reported = True
     run.timings |= other.timings
     run.report(other.problems)
 
