@@ -301,3 +301,15 @@ def test_page_sends_live_while_an_unrelated_model_is_unloaded(server, monkeypatc
     finally:
         kserve.load_model(ep, UNRELATED)
     assert kserve.ready(ep)
+
+
+def test_a_size_the_trace_did_not_give_is_said_in_words(recorded_runs):
+    """A BYTES tensor's size is its strings': where the trace gave none, the label says so in the reader's language
+    (as the DAGs do), not "?"."""
+    import copy
+
+    run = copy.deepcopy(recorded_runs["image_classifier"])
+    run.sizes.pop("image_bytes", None)
+    assert flow.tensor_label(run, "image_bytes", "en").endswith(" size varies")
+    assert flow.tensor_label(run, "image_bytes", "zh").endswith(" 大小不定")
+    assert flow.tensor_label(run, "image_tensor", "zh") == "image_tensor [1,3,224,224] 602 kB"

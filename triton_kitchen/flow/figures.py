@@ -129,7 +129,7 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
                 x, y = point_along(paths[e], f)
                 xs.append(x)
                 ys.append(y)
-                labels.append(tensor_label(run, e[2]))
+                labels.append(tensor_label(run, e[2], lang))
         return go.Scatter(
             x=xs,
             y=ys,

@@ -144,7 +144,7 @@ def frames(run: FlowRun, lang: str = "zh", pacing: str = "events", target: int =
     return out
 
 
-def _shape_bytes(run: FlowRun, tensor: str) -> tuple[str, str]:
+def _shape_bytes(run: FlowRun, tensor: str, lang: str = "en") -> tuple[str, str]:
     shape = run.shapes.get(tensor)
     dt = next((x for x in run.dag.tensors if x.name == tensor), None)
     nbytes = run.sizes.get(tensor)
@@ -153,11 +153,12 @@ def _shape_bytes(run: FlowRun, tensor: str) -> tuple[str, str]:
     if nbytes is None and dt is not None:
         nbytes = dt.bytes
     shape_s = "[" + ",".join(str(d) for d in shape) + "]" if shape is not None else "[?]"
-    return shape_s, format_bytes(nbytes) if nbytes is not None else "?"
+    # a size the trace did not give and the type cannot tell (BYTES strings): in words, as the DAGs say it
+    return shape_s, format_bytes(nbytes) if nbytes is not None else _t("diagram.size_varies", lang)
 
 
-def tensor_label(run: FlowRun, tensor: str) -> str:
-    shape, size = _shape_bytes(run, tensor)
+def tensor_label(run: FlowRun, tensor: str, lang: str = "en") -> str:
+    shape, size = _shape_bytes(run, tensor, lang)
     return f"{tensor} {shape} {size}"
 
 
@@ -182,9 +183,11 @@ def caption(run: FlowRun, fr: Frame, hop_list: list[Hop], lang: str) -> str:
         dst = h.dst[4:] if h.dst.startswith("out:") else h.dst
         if h.dst.startswith("out:"):
             if f < 1.0:
-                parts.append(_t("lab_flow.cap_moving", lang, tensor=tensor_label(run, h.tensor), dst=dst))
+                parts.append(
+                    _t("lab_flow.cap_moving", lang, tensor=tensor_label(run, h.tensor, lang), dst=dst)
+                )
         elif f < 1.0:
-            parts.append(_t("lab_flow.cap_moving", lang, tensor=tensor_label(run, h.tensor), dst=dst))
+            parts.append(_t("lab_flow.cap_moving", lang, tensor=tensor_label(run, h.tensor, lang), dst=dst))
         else:
             parts.append(_t("lab_flow.cap_waiting", lang, tensor=h.tensor, dst=dst))
     if not parts:
