@@ -11,9 +11,12 @@ _READ, or :func:`apptest_screen` for an AppTest run); :func:`problems_on_screen`
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
+
+from google.protobuf.message import Message
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGS = ("zh", "en")
@@ -193,10 +196,6 @@ def _json_strings(value) -> list[str]:
 
 
 def _shown_strings(message) -> list[str]:
-    import json
-
-    from google.protobuf.message import Message
-
     found = []
     for field_desc, value in message.ListFields():
         values = value if field_desc.label == field_desc.LABEL_REPEATED else [value]

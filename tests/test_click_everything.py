@@ -9,10 +9,10 @@ the page did not mean, the generic message, an untranslated string), and on Chin
 Two passes, one Streamlit process each, at once: Chinese (the default) on the app's own embedded server, and
 English on an app whose server was restarted from the sidebar and killed (the flow lab must then show a live
 trace, not the recording), which presses in full the long pages the Chinese pass only reads, then a share of the
-Chinese pages. Load tests that other tests run and read in both languages are not pressed again (HEAVY). What a page says in
-English on every page, and on a remote server, is read without a browser: tests/test_pages_in_apptest.py (a
-browser's rerun costs 0.2-0.7 s of CPU; this module is the suite's longest). Load tests are clicked with the
-smallest settings the page offers. A summary goes to artifacts/click_everything.json; a page with a problem is
+Chinese pages. What a page says in English on every page, and on a remote server, is read without a browser:
+tests/test_pages_in_apptest.py (a browser's rerun costs 0.2-0.7 s of CPU; this module is the suite's longest).
+Load tests are clicked with the smallest settings the page offers, and only those no other test runs and reads in
+both languages (HEAVY). A summary goes to artifacts/click_everything.json; a page with a problem is
 photographed whole to artifacts/screenshots/click_*.png, and with TK_SHOTS=1 every page the passes name is (to
 look at after a change: each whole-page shot costs seconds of Chromium's time, the suite has little).
 """
@@ -257,7 +257,6 @@ PREPARE = {
     "proto_sweep_run": lambda p: (_keep_first_tags(p, "proto_sweep_levels"), _min_slider(p, "proto_sweep_d")),
     "proto_check_run": lambda p: (_min_slider(p, "proto_check_c"), _min_slider(p, "proto_check_d")),
     "proto_stream_run": lambda p: _min_slider(p, "proto_stream_delay"),
-    "batch_run": lambda p: (_min_slider(p, "batch_c"), _min_slider(p, "batch_d")),
     "ch5_stream": lambda p: _min_slider(p, "ch5_delay"),
 }  # fmt: skip
 
@@ -304,11 +303,15 @@ AFTER = {"ch7_run": _ch7_mistakes}
 #   tests/test_pages_in_apptest.py on a remote server (in Chinese, read with them);
 # - chapter 9's four measurements: tests/test_ch9.py (AppTest, in Chinese, then switched to English and read with
 #   the screen checks).
-HEAVY = frozenset(
-    {"proto_load_run", "proto_sweep_run", "proto_check_run", "batch_run", "why_load_run"}
-    | {"ch9_inst_run", "ch9_prio_run", "ch9_q_run", "ch9_little_run"}
-)
 PROTOCOL_LAB_RUNS = frozenset({"proto_load_run", "proto_sweep_run", "proto_check_run"})
+HEAVY = PROTOCOL_LAB_RUNS | {
+    "batch_run",
+    "why_load_run",
+    "ch9_inst_run",
+    "ch9_prio_run",
+    "ch9_q_run",
+    "ch9_little_run",
+}
 # One component on many pages: its options are cycled once per pass (on the first page that shows it), its buttons
 # pressed on every page. Key pattern -> the component's name ({0}: the pattern's group, one control of several).
 SHARED = {

@@ -21,8 +21,8 @@ from _screen_checks import apptest_screen, meant_error, problems_on_screen
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
+from ui import boxes, pages
 from ui import lesson as ui_lesson
-from ui import pages
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -44,8 +44,6 @@ MAX_PRESSES = 80  # per page: a page that keeps growing new buttons is a bug, no
 
 def open_page(slug: str, lang: str) -> AppTest:
     """``slug`` in ``lang``, every box open: the lesson's (conftest.open_every_box) and the sidebar's."""
-    from ui import boxes
-
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
     if EVERY_PAGE[slug] is not None:
