@@ -84,6 +84,26 @@ def test_finish_ranks_and_priority_outcome():
     assert scheduling.PriorityResult(fifo, fifo, 3, 2).outcome() == "no_change"
 
 
+def _sent(rows: list[tuple[int, float, float]]) -> Burst:
+    return Burst("b", "", [Sent(i, p, sent, done) for i, (p, sent, done) in enumerate(rows)])
+
+
+def test_overtaking_counts_among_the_requests_still_waiting():
+    """A slow client: the server answered four of the eight ordinary requests before the urgent two even left
+    (at 20 ms). Those cannot be overtaken; the urgent ones finished ahead of the other four."""
+    early_done = [10, 12, 14, 16, 40, 42, 44, 46]
+    prio = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 30), (1, 20.0, 31)])
+    fifo = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 50), (1, 20.0, 51)])
+    assert prio.finish_ranks(1) == [5, 6]  # over all ten: not ahead of most
+    assert prio.ranks_among_waiting(1) == ([1, 2], 6) and fifo.ranks_among_waiting(1) == ([5, 6], 6)
+    result = scheduling.PriorityResult(fifo, prio, 8, 2)
+    assert result.outcome() == "overtake" and result.early_waiting() == 4
+    assert scheduling.PriorityResult(fifo, fifo, 8, 2).outcome() == "no_change"
+    # urgent requests that did not skip the queue: behind the waiting ones under priorities too
+    late_anyway = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 47), (1, 20.0, 48)])
+    assert scheduling.PriorityResult(fifo, late_anyway, 8, 2).outcome() == "no_change"
+
+
 def test_queue_outcome_and_errors():
     b = Burst("q", "", [Sent(0, 0, 0, 5.0), Sent(1, 0, 0, 1.0, "X"), Sent(2, 0, 0, 1.0, "X")])
     assert (b.answered, b.refused, b.errors()) == (1, 2, {"X": 2})

@@ -162,6 +162,20 @@ class Burst:
         done = sorted((s for s in self.sent if s.ok), key=lambda s: s.done_ms)
         return sorted(n for n, s in enumerate(done, start=1) if s.priority == priority)
 
+    def still_waiting(self, priority: int) -> list[Sent]:
+        """The answered requests not yet answered when the first request of ``priority`` left the client (those
+        of ``priority`` too), in the order they finished: the only ones it could overtake, since an answered
+        request is done and a running batch is never interrupted."""
+        late = [s.sent_ms for s in self.sent if s.priority == priority]
+        if not late:
+            return []
+        return sorted((s for s in self.sent if s.ok and s.done_ms > min(late)), key=lambda s: s.done_ms)
+
+    def ranks_among_waiting(self, priority: int) -> tuple[list[int], int]:
+        """Where requests of ``priority`` finished among ``still_waiting`` (1 = first), and how many those were."""
+        waiting = self.still_waiting(priority)
+        return [n for n, s in enumerate(waiting, start=1) if s.priority == priority], len(waiting)
+
     def mean_latency_ms(self, priority: int | None = None) -> float | None:
         values = [s.latency_ms for s in self.sent if s.ok and (priority is None or s.priority == priority)]
         return sum(values) / len(values) if values else None
@@ -262,16 +276,24 @@ class PriorityResult:
     late: int
 
     def outcome(self) -> str:
-        """The outcome: "overtake" when the late high-priority requests finished ahead of most early ones under priorities
-        (their median rank in the first half) and later under first come, first served; else "no_change"."""
-        ranks = self.priority.finish_ranks(HIGH)
-        answered = self.priority.answered
-        if not ranks or not answered:
+        """The outcome: "overtake" when the late high-priority requests finished ahead of most of the requests still
+        waiting when they left the client (their median rank among those in the first half) under priorities, and
+        behind most of them under first come, first served; else "no_change". Counted among the waiting, not all:
+        on a slow client the server answers the first batches before the late requests are even sent."""
+        ranks, waiting = self.priority.ranks_among_waiting(HIGH)
+        if not ranks:
             return "no_change"
-        median = ranks[len(ranks) // 2]
-        fifo_ranks = self.fifo.finish_ranks(HIGH)
-        fifo_median = fifo_ranks[len(fifo_ranks) // 2] if fifo_ranks else answered
-        return "overtake" if median <= answered / 2 < fifo_median else "no_change"
+        fifo_ranks, fifo_waiting = self.fifo.ranks_among_waiting(HIGH)
+        fifo_median = fifo_ranks[len(fifo_ranks) // 2] if fifo_ranks else fifo_waiting
+        return (
+            "overtake"
+            if ranks[len(ranks) // 2] <= waiting / 2 and fifo_median > fifo_waiting / 2
+            else "no_change"
+        )
+
+    def early_waiting(self) -> int:
+        """How many of the early requests were still waiting when the late ones left, under priorities."""
+        return sum(1 for s in self.priority.still_waiting(HIGH) if s.priority != HIGH)
 
 
 def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: float = 0.02) -> PriorityResult:

@@ -149,7 +149,14 @@ def _priority(ep) -> None:
         "ch9_prio",
         options,
         result.outcome(),
-        t("ch9.prio_detail", early=result.early, late=result.late, total=result.early + result.late),
+        t(
+            "ch9.prio_detail",
+            early=result.early,
+            late=result.late,
+            total=result.early + result.late,
+            answered=result.early - result.early_waiting(),
+            waiting=result.early_waiting(),
+        ),
     )
 
 
