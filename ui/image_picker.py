@@ -14,8 +14,9 @@ SOURCES = ("sample", "upload", "camera")
 UPLOAD_TYPES = ["jpg", "jpeg", "png", "gif", "bmp", "tif", "tiff", "webp", "ppm"]
 
 
-def pick_image(key: str) -> bytes | None:
-    """Let the user choose a photo; returns its encoded bytes (JPEG for samples) or None."""
+def pick_image(key: str, preview: bool = True) -> bytes | None:
+    """Let the user choose a photo; returns its encoded bytes (JPEG for samples) or None. ``preview``: show the
+    chosen photo (False in a closed box, where it would be sent and decoded unseen)."""
     source = (
         st.segmented_control(
             t("image.source"),
@@ -55,7 +56,7 @@ def pick_image(key: str) -> bytes | None:
         shot = st.camera_input(t("image.camera"), key=f"{key}_camera")
         if shot is not None:
             data = shot.getvalue()
-    if data:
+    if data and preview:
         try:
             st.image(data, width=220)
         except Exception:  # noqa: BLE001 - a broken upload is reported when it is classified

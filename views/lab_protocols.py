@@ -62,8 +62,9 @@ compression = c3.radio(
     horizontal=True,
 )
 compression = None if compression == "none" else compression
-with boxes.remembered_expander("proto_photo_box", t("lab_protocols.photo")):
-    image = pick_image("proto")
+photo_box = boxes.remembered_expander("proto_photo_box", t("lab_protocols.photo"))
+with photo_box:
+    image = pick_image("proto", preview=photo_box.open)
 
 
 def _inputs() -> tuple[protocols.ModelInfo, dict]:
