@@ -88,6 +88,12 @@ def _sent(rows: list[tuple[int, float, float]]) -> Burst:
     return Burst("b", "", [Sent(i, p, sent, done) for i, (p, sent, done) in enumerate(rows)])
 
 
+def test_the_longest_pause_between_answers():
+    b = _sent([(0, 0.0, 10), (0, 0.0, 12), (0, 0.0, 530), (1, 5.0, 560), (0, 0.0, None)])
+    assert b.longest_pause_ms() == 518  # from 12 to 530; the unanswered request is left out
+    assert _sent([(0, 0.0, 10)]).longest_pause_ms() is None
+
+
 def test_overtaking_counts_among_the_requests_still_waiting():
     """A slow client: the server answered four of the eight ordinary requests before the urgent two even left
     (at 20 ms). Those cannot be overtaken; the urgent ones finished ahead of the other four."""

@@ -14,6 +14,7 @@ prediction. Numbers are measured; nothing here is simulated.
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import time
 from collections import Counter
@@ -32,6 +33,9 @@ BURST_TIMEOUT_S = 60.0
 ACTIONS = ("REJECT", "DELAY")
 MAX_TIMEOUT_US = 1_000_000
 HIGH = 1  # Triton's priority 1 is the highest level
+# A pause between answers this long (ms) in the priority run is said on the page: with priority levels on, Triton's
+# batcher idles about 0.5 s (its thread's default wait) in most bursts, never without (benchmarks/priority_pause.py)
+PAUSE_NOTE_MS = 300.0
 LOW = 2  # with priority_levels: 2, the default level of our priority config
 
 
@@ -161,6 +165,12 @@ class Burst:
         """Where requests of ``priority`` finished among the answered (1 = first answer), sorted."""
         done = sorted((s for s in self.sent if s.ok), key=lambda s: s.done_ms)
         return sorted(n for n, s in enumerate(done, start=1) if s.priority == priority)
+
+    def longest_pause_ms(self) -> float | None:
+        """The longest time between two consecutive answers (ms): how long the server went without finishing a
+        batch. None with fewer than two answers."""
+        done = sorted(s.done_ms for s in self.sent if s.ok)
+        return max((b - a for a, b in itertools.pairwise(done)), default=None)
 
     def still_waiting(self, priority: int) -> list[Sent]:
         """The answered requests not yet answered when the first request of ``priority`` left the client (those

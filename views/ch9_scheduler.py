@@ -140,10 +140,14 @@ def _priority(ep) -> None:
                 t("ch9.col.late_ms"): b.mean_latency_ms(scheduling.HIGH),
                 t("ch9.col.early_ms"): b.mean_latency_ms(0),
                 t("ch9.col.refused"): b.refused,
+                t("ch9.col.pause"): b.longest_pause_ms(),
             }
             for name, b in ((t("ch9.prio_fifo"), result.fifo), (t("ch9.prio_levels"), result.priority))
         ]
     )
+    pause, fifo_pause = result.priority.longest_pause_ms() or 0.0, result.fifo.longest_pause_ms() or 0.0
+    if pause >= scheduling.PAUSE_NOTE_MS > fifo_pause:  # measured in this run: say why the latencies grew
+        st.info(t("ch9.prio_pause", ms=round(pause), fifo_ms=round(fifo_pause)), icon="⏸️")
     st.code(result.priority.config_text, language="protobuf")
     predict.reveal(
         "ch9_prio",
