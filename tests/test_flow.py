@@ -269,6 +269,36 @@ def test_page_replays_the_recorded_trace_when_no_server_answers(monkeypatch):
     assert at.button(key="flow_send").disabled
 
 
+def test_the_config_editor_is_drawn_only_while_open_and_keeps_its_text(monkeypatch):
+    """A fresh tab of the lab skips the editor (a text area of the whole config.pbtxt and its button); opened, it
+    shows the config; an edit survives closing and opening the box again."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui.boxes import OPEN_BOXES
+
+    monkeypatch.setenv("TRITON_HTTP_URL", "127.0.0.1:9")  # nobody answers: no server is started for this
+    monkeypatch.setenv("TRITON_GRPC_URL", "127.0.0.1:9")
+    at = AppTest.from_file(str(ROOT / "views" / "lab_flow.py"), default_timeout=60)
+    at.session_state["tk_lang"] = "en"
+    at.run()
+    assert not at.exception and not at.text_area and not [b for b in at.button if b.key == "flow_edit_send"]
+
+    def box(open_: bool) -> None:  # what a click on the box's label does
+        at.session_state["flow_edit_box"] = open_
+        at.session_state[OPEN_BOXES] = {**at.session_state[OPEN_BOXES], "flow_edit_box": open_}
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+    box(True)
+    editor = at.text_area(key="flow_edit_image_classifier")
+    assert 'name: "image_classifier"' in editor.value
+    editor.set_value(editor.value + "\n# my edit\n").run()
+    box(False)
+    assert not at.text_area
+    box(True)
+    assert at.text_area(key="flow_edit_image_classifier").value.endswith("# my edit\n")
+
+
 UNRELATED = "streamer"  # in no ensemble: what the flow lab shows does not depend on it
 
 

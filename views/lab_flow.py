@@ -83,15 +83,19 @@ image = pick_image("flow")
 # trace is replayed then. One check per run, the sidebar's: a second probe could disagree with it under load.
 ep = state.endpoint()
 
-with boxes.remembered_expander("flow_edit_box", t("lab_flow.edit_title")):
-    edited = st.text_area(
-        t("lab_flow.edit_help"),
-        value=(DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8"),
-        height=260,
-        key=f"flow_edit_{model}",
-        persist_state="session",
-    )
-    send_edit = state.run_button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
+# drawn only while open, like the sidebar's boxes: a fresh tab skips the editor (the text is kept while it is closed)
+edit_box = boxes.remembered_expander("flow_edit_box", t("lab_flow.edit_title"))
+edited, send_edit = "", False
+if edit_box.open:
+    with edit_box:
+        edited = st.text_area(
+            t("lab_flow.edit_help"),
+            value=(DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8"),
+            height=260,
+            key=f"flow_edit_{model}",
+            persist_state="session",
+        )
+        send_edit = state.run_button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
 
 clicked = (
     state.run_button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_send") or send_edit
