@@ -1,6 +1,6 @@
 """Does Triton's batcher pause with priority levels on? The classifier's burst of 32 (chapter 9's), repeated with
-and without ``priority_levels: 2``, with and without 4 urgent requests; prints each burst's longest pause
-between two answers and a summary (JSON with --out).
+and without ``priority_levels: 2``, with and without 4 urgent requests (priority 1, as the chapter sends them);
+prints each burst's longest pause between two answers and a summary (JSON with --out).
 
     python benchmarks/priority_pause.py                    # starts the embedded server
     python benchmarks/priority_pause.py --url localhost:8000 --grpc-url localhost:8001 --repeats 5
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             scheduling.burst(ep, 4)  # a freshly loaded instance's first calls are slow
             for late in (0, 4):
                 for _ in range(args.repeats):
-                    b = scheduling.burst(ep, 32, late, scheduling.HIGH if levels and late else 0)
+                    b = scheduling.burst(ep, 32, late, scheduling.HIGH if late else 0)
                     pause = b.longest_pause_ms() or 0.0
                     rows.append({"priority_levels": levels, "urgent": late, "longest_pause_ms": round(pause)})
                     print(f"priority_levels {levels}  urgent {late}  longest pause {pause:6.0f} ms")

@@ -97,17 +97,51 @@ def test_the_longest_pause_between_answers():
 def test_overtaking_counts_among_the_requests_still_waiting():
     """A slow client: the server answered four of the eight ordinary requests before the urgent two even left
     (at 20 ms). Those cannot be overtaken; the urgent ones finished ahead of the other four."""
-    early_done = [10, 12, 14, 16, 40, 42, 44, 46]
+    early_done = [10, 12, 14, 16, 45, 57, 69, 81]
     prio = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 30), (1, 20.0, 31)])
-    fifo = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 50), (1, 20.0, 51)])
+    fifo = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 95), (1, 20.0, 96)])
     assert prio.finish_ranks(1) == [5, 6]  # over all ten: not ahead of most
-    assert prio.ranks_among_waiting(1) == ([1, 2], 6) and fifo.ranks_among_waiting(1) == ([5, 6], 6)
+    assert prio.ranks_among_waiting(1) == ([1, 2], 6) and prio.ahead_of_waiting(1) == (4, 4)
     result = scheduling.PriorityResult(fifo, prio, 8, 2)
-    assert result.outcome() == "overtake" and result.early_waiting() == 4
+    assert result.outcome() == "overtake" and (result.early_done(), result.early_waiting()) == (4, 4)
     assert scheduling.PriorityResult(fifo, fifo, 8, 2).outcome() == "no_change"
     # urgent requests that did not skip the queue: behind the waiting ones under priorities too
-    late_anyway = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 47), (1, 20.0, 48)])
+    late_anyway = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 82), (1, 20.0, 83)])
     assert scheduling.PriorityResult(fifo, late_anyway, 8, 2).outcome() == "no_change"
+
+
+def test_the_batch_being_computed_and_the_same_batch_are_not_overtaken():
+    """Requests in the batch the server was computing when the urgent ones left cannot be overtaken, and
+    finishing in the same batch as an ordinary request (a fraction of a ms apart) is not finishing ahead of it."""
+    # 8 answered before the urgent 4 left (20 ms), 8 in the running batch (at 50 ms), then the urgent batch
+    # (4 urgent, 4 ordinary, at 90 ms), then 12 more ordinary ones in batches of 8 and 4
+    early = [10 + i * 0.1 for i in range(8)] + [50 + i * 0.1 for i in range(8)]
+    early += (
+        [90 + i * 0.2 for i in range(4)]
+        + [130 + i * 0.1 for i in range(8)]
+        + [170 + i * 0.1 for i in range(4)]
+    )
+    prio = _sent([(0, 0.0, d) for d in early] + [(1, 20.0, 90.1 + i * 0.2) for i in range(4)])
+    fifo_early = sorted(early)[:28] + [170.0, 170.1, 170.2, 170.3]
+    fifo = _sent([(0, 0.0, d) for d in fifo_early] + [(1, 20.0, 170.5 + i * 0.1) for i in range(4)])
+    result = scheduling.PriorityResult(fifo, prio, 32, 4)
+    assert (result.early_done(), result.early_waiting()) == (16, 16)  # 8 answered, 8 being computed
+    assert prio.ahead_of_waiting(1) == (12, 16) and result.outcome() == "overtake"
+    # the reviewer's case: 28 answered, the last 4 ordinary and the 4 urgent in one batch, urgent a hair first
+    tie = _sent([(0, 0.0, 10 + i) for i in range(28)] + [(0, 0.0, 100.5 + i * 0.1) for i in range(4)])
+    tie.sent += [scheduling.Sent(32 + i, 1, 50.0, 100.0 + i * 0.1) for i in range(4)]
+    assert (
+        tie.ahead_of_waiting(1) == (0, 4)
+        and scheduling.PriorityResult(fifo, tie, 32, 4).outcome() == "no_change"
+    )
+
+
+def test_refused_requests_are_neither_answered_nor_waiting():
+    rows = [(0, 0.0, 10), (0, 0.0, 12), (0, 0.0, 60), (0, 0.0, 72), (1, 20.0, 40), (1, 20.0, 41)]
+    prio = _sent(rows)
+    prio.sent.append(scheduling.Sent(6, 0, 0.0, 15.0, "[StatusCode.UNAVAILABLE] Request timeout expired"))
+    result = scheduling.PriorityResult(prio, prio, 5, 2)
+    assert (result.early_done(), result.early_waiting()) == (2, 2)  # the refused one is in neither count
 
 
 def test_queue_outcome_and_errors():

@@ -36,6 +36,7 @@ HIGH = 1  # Triton's priority 1 is the highest level
 # A pause between answers this long (ms) in the priority run is said on the page: with priority levels on, Triton's
 # batcher idles about 0.5 s (its thread's default wait) in most bursts, never without (benchmarks/priority_pause.py)
 PAUSE_NOTE_MS = 300.0
+SAME_BATCH_MS = 10.0  # answers this close (ms) came from one batch (batches of 8 take tens of ms here)
 LOW = 2  # with priority_levels: 2, the default level of our priority config
 
 
@@ -173,18 +174,35 @@ class Burst:
         return max((b - a for a, b in itertools.pairwise(done)), default=None)
 
     def still_waiting(self, priority: int) -> list[Sent]:
-        """The answered requests not yet answered when the first request of ``priority`` left the client (those
-        of ``priority`` too), in the order they finished: the only ones it could overtake, since an answered
-        request is done and a running batch is never interrupted."""
+        """The answered requests that requests of ``priority`` could overtake (those of ``priority`` too), in the
+        order they finished: not yet answered when the first of them left the client, and not in the batch the
+        server was finishing then (the first batch answered after, if it holds none of them: a running batch is
+        never interrupted, and one formed before they arrived could not take them)."""
         late = [s.sent_ms for s in self.sent if s.priority == priority]
         if not late:
             return []
-        return sorted((s for s in self.sent if s.ok and s.done_ms > min(late)), key=lambda s: s.done_ms)
+        after = sorted((s for s in self.sent if s.ok and s.done_ms > min(late)), key=lambda s: s.done_ms)
+        if after:  # one batch's answers reach the client within a few ms of each other
+            batch = [s for s in after if s.done_ms <= after[0].done_ms + SAME_BATCH_MS]
+            if all(s.priority != priority for s in batch):
+                after = after[len(batch) :]
+        return after
 
     def ranks_among_waiting(self, priority: int) -> tuple[list[int], int]:
         """Where requests of ``priority`` finished among ``still_waiting`` (1 = first), and how many those were."""
         waiting = self.still_waiting(priority)
         return [n for n, s in enumerate(waiting, start=1) if s.priority == priority], len(waiting)
+
+    def ahead_of_waiting(self, priority: int) -> tuple[int, int]:
+        """How many of the other requests in ``still_waiting`` finished clearly after the median request of
+        ``priority`` (more than ``SAME_BATCH_MS`` later: in the same batch is not ahead), and how many there were."""
+        waiting = self.still_waiting(priority)
+        mine = sorted(s.done_ms for s in waiting if s.priority == priority)
+        others = [s for s in waiting if s.priority != priority]
+        if not mine:
+            return 0, len(others)
+        median = mine[len(mine) // 2]
+        return sum(1 for s in others if s.done_ms > median + SAME_BATCH_MS), len(others)
 
     def mean_latency_ms(self, priority: int | None = None) -> float | None:
         values = [s.latency_ms for s in self.sent if s.ok and (priority is None or s.priority == priority)]
@@ -286,24 +304,24 @@ class PriorityResult:
     late: int
 
     def outcome(self) -> str:
-        """The outcome: "overtake" when the late high-priority requests finished ahead of most of the requests still
-        waiting when they left the client (their median rank among those in the first half) under priorities, and
-        behind most of them under first come, first served; else "no_change". Counted among the waiting, not all:
-        on a slow client the server answers the first batches before the late requests are even sent."""
-        ranks, waiting = self.priority.ranks_among_waiting(HIGH)
-        if not ranks:
-            return "no_change"
-        fifo_ranks, fifo_waiting = self.fifo.ranks_among_waiting(HIGH)
-        fifo_median = fifo_ranks[len(fifo_ranks) // 2] if fifo_ranks else fifo_waiting
-        return (
-            "overtake"
-            if ranks[len(ranks) // 2] <= waiting / 2 and fifo_median > fifo_waiting / 2
-            else "no_change"
-        )
+        """The outcome: "overtake" when, under priorities, the late high-priority requests finished clearly ahead
+        of most of the requests they could overtake (``Burst.still_waiting``: not answered and not being computed
+        when they left the client), and under first come, first served they did not; else "no_change". Counted
+        among those, not all: on a slow client the server answers the first batches before they are even sent."""
+        behind, waiting = self.priority.ahead_of_waiting(HIGH)
+        fifo_behind, fifo_waiting = self.fifo.ahead_of_waiting(HIGH)
+        overtook = waiting > 0 and behind > waiting / 2
+        fifo_overtook = fifo_waiting > 0 and fifo_behind > fifo_waiting / 2
+        return "overtake" if overtook and not fifo_overtook else "no_change"
 
     def early_waiting(self) -> int:
-        """How many of the early requests were still waiting when the late ones left, under priorities."""
+        """How many of the early requests the late ones could overtake, under priorities (``still_waiting``)."""
         return sum(1 for s in self.priority.still_waiting(HIGH) if s.priority != HIGH)
+
+    def early_done(self) -> int:
+        """How many early requests were answered, or in the batch being computed, when the late ones left."""
+        waiting = {id(s) for s in self.priority.still_waiting(HIGH)}
+        return sum(1 for s in self.priority.sent if s.priority != HIGH and s.ok and id(s) not in waiting)
 
 
 def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: float = 0.02) -> PriorityResult:

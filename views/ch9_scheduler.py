@@ -158,7 +158,7 @@ def _priority(ep) -> None:
             early=result.early,
             late=result.late,
             total=result.early + result.late,
-            answered=result.early - result.early_waiting(),
+            answered=result.early_done(),
             waiting=result.early_waiting(),
         ),
     )
