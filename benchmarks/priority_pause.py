@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         for levels in (2, 0):
             batching.load_model(ep, scheduling.MODEL, scheduling.priority_config(original, levels))
             time.sleep(batching.SETTLE_S)
-            scheduling.burst(ep, 4)  # a freshly loaded instance's first calls are slow
+            scheduling.warm_up(ep)
             for late in (0, 4):
                 for _ in range(args.repeats):
                     b = scheduling.burst(ep, 32, late, scheduling.HIGH if late else 0)

@@ -101,7 +101,9 @@ def test_overtaking_counts_among_the_requests_still_waiting():
     prio = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 30), (1, 20.0, 31)])
     fifo = _sent([(0, 0.0, d) for d in early_done] + [(1, 20.0, 95), (1, 20.0, 96)])
     assert prio.finish_ranks(1) == [5, 6]  # over all ten: not ahead of most
-    assert prio.ranks_among_waiting(1) == ([1, 2], 6) and prio.ahead_of_waiting(1) == (4, 4)
+    waiting = prio.still_waiting(1)
+    assert [n for n, s in enumerate(waiting, start=1) if s.priority == 1] == [1, 2] and len(waiting) == 6
+    assert prio.ahead_of_waiting(1) == (4, 4)
     result = scheduling.PriorityResult(fifo, prio, 8, 2)
     assert result.outcome() == "overtake" and (result.early_done(), result.early_waiting()) == (4, 4)
     assert scheduling.PriorityResult(fifo, fifo, 8, 2).outcome() == "no_change"

@@ -188,11 +188,6 @@ class Burst:
                 after = after[len(batch) :]
         return after
 
-    def ranks_among_waiting(self, priority: int) -> tuple[list[int], int]:
-        """Where requests of ``priority`` finished among ``still_waiting`` (1 = first), and how many those were."""
-        waiting = self.still_waiting(priority)
-        return [n for n, s in enumerate(waiting, start=1) if s.priority == priority], len(waiting)
-
     def ahead_of_waiting(self, priority: int) -> tuple[int, int]:
         """How many of the other requests in ``still_waiting`` finished clearly after the median request of
         ``priority`` (more than ``SAME_BATCH_MS`` later: in the same batch is not ahead), and how many there were."""
@@ -291,8 +286,9 @@ def burst(
     return out
 
 
-def _warm(endpoint: Endpoint) -> None:
-    burst(endpoint, 4)  # the freshly loaded instance's first calls are slow: keep them out of the measurement
+def warm_up(endpoint: Endpoint) -> None:
+    """A few calls to a freshly loaded classifier, whose first calls are slow: kept out of the measurement."""
+    burst(endpoint, 4)
 
 
 # -- the experiments -----------------------------------------------------------------------------------------
@@ -316,7 +312,7 @@ class PriorityResult:
 
     def early_waiting(self) -> int:
         """How many of the early requests the late ones could overtake, under priorities (``still_waiting``)."""
-        return sum(1 for s in self.priority.still_waiting(HIGH) if s.priority != HIGH)
+        return self.priority.ahead_of_waiting(HIGH)[1]
 
     def early_done(self) -> int:
         """How many early requests were answered, or in the batch being computed, when the late ones left."""
@@ -333,7 +329,7 @@ def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: flo
             cfg = priority_config(original, levels)
             batching.load_model(endpoint, MODEL, cfg)
             time.sleep(batching.SETTLE_S)
-            _warm(endpoint)
+            warm_up(endpoint)
             bursts.append(
                 burst(
                     endpoint,
@@ -367,7 +363,7 @@ def queue_demo(endpoint: Endpoint, policy: QueuePolicy, n: int = 32) -> QueueRes
         cfg = queue_config(original, policy)
         batching.load_model(endpoint, MODEL, cfg)
         time.sleep(batching.SETTLE_S)
-        _warm(endpoint)
+        warm_up(endpoint)
         return QueueResult(burst(endpoint, n, label="queue policy", config_text=pbtxt(cfg)), policy)
 
 
