@@ -532,6 +532,21 @@ def test_number_format():
     assert number_format(["grpc", 1]) is None and number_format([None]) is None
 
 
+def test_compared_rows_put_the_things_across_and_write_each_measure_alike():
+    from ui.tables import compared_rows
+
+    rows = compared_rows(
+        {"FIFO": {"ranks": "33, 34", "mean": 294.84, "refused": 0, "pause": 69.0},
+         "priority": {"ranks": "11, 12", "mean": 139.2, "refused": 1200, "pause": float("nan")}},
+        "measure",
+    )  # fmt: skip
+    assert [r["measure"] for r in rows] == ["ranks", "mean", "refused", "pause"]
+    assert rows[0] == {"measure": "ranks", "FIFO": "33, 34", "priority": "11, 12"}
+    assert (rows[1]["FIFO"], rows[1]["priority"]) == ("294.8", "139.2")  # one decimal down the row
+    assert (rows[2]["FIFO"], rows[2]["priority"]) == ("0", "1,200")  # whole numbers, thousands separated
+    assert rows[3]["priority"] is None  # shown as the table's placeholder, never "nan"
+
+
 # -- 19, 20, 21: names, /home, Streamlit's own strings ----------------------------------------------------
 def test_grpc_is_written_grpc(remote):
     at = page("views/ch1_inference_server.py")

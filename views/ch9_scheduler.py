@@ -132,10 +132,9 @@ def _priority(ep) -> None:
     if result is None:
         return
     _finish_chart(result)
-    tables.show(
-        [
-            {
-                t("ch9.col.config"): name,
+    tables.show_compared(  # the two runs as columns: one column per measure ran off a projector's page
+        {
+            name: {
                 t("ch9.col.late_ranks"): ", ".join(map(str, b.finish_ranks(scheduling.HIGH))) or "—",
                 t("ch9.col.late_ms"): b.mean_latency_ms(scheduling.HIGH),
                 t("ch9.col.early_ms"): b.mean_latency_ms(0),
@@ -143,7 +142,8 @@ def _priority(ep) -> None:
                 t("ch9.col.pause"): b.longest_pause_ms(),
             }
             for name, b in ((t("ch9.prio_fifo"), result.fifo), (t("ch9.prio_levels"), result.priority))
-        ]
+        },
+        t("ch9.col.measure"),
     )
     pause, fifo_pause = result.priority.longest_pause_ms() or 0.0, result.fifo.longest_pause_ms() or 0.0
     if pause >= scheduling.PAUSE_NOTE_MS > fifo_pause:  # measured in this run: say why the latencies grew
