@@ -8,6 +8,7 @@ first try counts, shuffled choices, per-choice feedback).
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -125,6 +126,28 @@ def test_sidebar_counts_from_a_remote_servers_metrics_url(remote, monkeypatch):
     counts = [lessons.t(f"sidebar.col_{c}", "en") for c in ("served", "batch", "waiting")]
     assert list(table.columns)[2:] == counts
     assert lessons.t("sidebar.metrics_none", "en") not in [c.value for c in at.sidebar.caption]
+
+
+def test_the_sidebar_takes_a_remote_servers_metrics_address(remote):
+    """A remote server whose metrics port is not its HTTP host's 8002: the one running the app types it in the
+    sidebar's remote form, and the models table gains its counts (before: the 'no metrics' caption)."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.session_state["tk_models_open"] = True
+    at.run()
+    none = lessons.t("sidebar.metrics_none", "en")
+    assert none in [c.value for c in at.sidebar.caption]  # the fixture's metrics port: closed
+    form = {box.label: box for box in at.sidebar.text_input}
+    metrics = form[lessons.t("sidebar.metrics_url", "en")]
+    assert metrics.value == os.environ["TRITON_METRICS_URL"]  # the environment's, to begin with
+    metrics.input(f"http://{remote.metrics_url}/")  # as pasted from a browser: scheme and path dropped
+    connect = [b for b in at.sidebar.button if b.label == lessons.t("sidebar.connect", "en")]
+    connect[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["tk_remote_metrics"] == remote.metrics_url
+    table = at.sidebar.dataframe[0].value
+    assert lessons.t("sidebar.col_served", "en") in list(table.columns)
+    assert none not in [c.value for c in at.sidebar.caption]
 
 
 def test_language_switch(remote):

@@ -37,6 +37,7 @@ __all__ = [
     "lab_run",
     "probe",
     "raw_endpoint",
+    "remote_metrics_url",
     "remote_urls",
     "restart_embedded",
     "say_if_stopped_by_death",
@@ -58,6 +59,7 @@ DEAD_PROBE_TTL_S = 3.0  # a server that did not answer is asked again after this
 AUTO_RESTART_ENV = "TRITON_KITCHEN_AUTO_RESTART"
 _MODE_KEY = "tk_server_mode"  # "embedded" | "remote"
 _REMOTE_KEY = "tk_remote"  # (http_url, grpc_url)
+_METRICS_KEY = "tk_remote_metrics"  # the remote server's metrics host:port, "" for the HTTP host's 8002
 _STATUS_KEY = "tk_status_run"  # (this run's marker, its ServerStatus | None)
 
 
@@ -117,9 +119,21 @@ def remote_urls() -> tuple[str, str]:
     return st.session_state[_REMOTE_KEY]
 
 
-def use_remote(http_url: str, grpc_url: str) -> None:
+def remote_metrics_url() -> str:
+    """The remote server's metrics address as chosen ("" for the HTTP host's 8002); at first the
+    environment's TRITON_METRICS_URL, if the environment chose the remote server."""
+    if _METRICS_KEY not in st.session_state:
+        env = Endpoint.from_env()
+        st.session_state[_METRICS_KEY] = (env.metrics_url or "") if env else ""
+    return st.session_state[_METRICS_KEY]
+
+
+def use_remote(http_url: str, grpc_url: str, metrics_url: str | None = None) -> None:
+    """Talk to the server at these addresses; ``metrics_url`` None keeps the metrics address chosen before."""
     st.session_state[_MODE_KEY] = "remote"
     st.session_state[_REMOTE_KEY] = (host_port(http_url), host_port(grpc_url))
+    if metrics_url is not None:
+        st.session_state[_METRICS_KEY] = host_port(metrics_url)
 
 
 def use_embedded() -> None:
@@ -173,8 +187,7 @@ def raw_endpoint() -> Endpoint | None:
     it is up (starting it in the background on first use). :func:`endpoint` is what pages use."""
     if server_mode() == "remote":
         http_url, grpc_url = remote_urls()
-        env = Endpoint.from_env()  # its TRITON_METRICS_URL, while the server chosen is the environment's
-        metrics_url = env.metrics_url if env is not None and env.http_url == http_url else None
+        metrics_url = remote_metrics_url() or None  # None: metrics.address_of reads the HTTP host's 8002
         return Endpoint(http_url=http_url, grpc_url=grpc_url, embedded=False, metrics_url=metrics_url)
     sup = supervisor()
     if sup.server is None and sup.error is None:

@@ -72,8 +72,13 @@ def _server_choice() -> None:
         with st.form("tk_remote_form", border=False):
             new_http = st.text_input(t("sidebar.http_url"), value=http_url, help=t("sidebar.url_help"))
             new_grpc = st.text_input(t("sidebar.grpc_url"), value=grpc_url)
+            new_metrics = st.text_input(
+                t("sidebar.metrics_url"),
+                value=server.remote_metrics_url(),
+                help=t("sidebar.metrics_url_help"),
+            )
             if st.form_submit_button(t("sidebar.connect")):
-                server.use_remote(new_http, new_grpc)
+                server.use_remote(new_http, new_grpc, new_metrics)
                 st.rerun()
         if mode != "remote":
             server.use_remote(http_url, grpc_url)
