@@ -144,10 +144,20 @@ def test_the_sidebar_takes_a_remote_servers_metrics_address(remote):
     connect = [b for b in at.sidebar.button if b.label == lessons.t("sidebar.connect", "en")]
     connect[0].click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state["tk_remote_metrics"] == remote.metrics_url
+    assert at.session_state["tk_remote_metrics"] == (remote.http_url, remote.metrics_url)
     table = at.sidebar.dataframe[0].value
     assert lessons.t("sidebar.col_served", "en") in list(table.columns)
     assert none not in [c.value for c in at.sidebar.caption]
+    # another HTTP server, the metrics field left as shown: not the first server's counts, its own host's 8002
+    form = {box.label: box for box in at.sidebar.text_input}
+    form[lessons.t("sidebar.http_url", "en")].input(remote.http_url.replace("127.0.0.1", "localhost"))
+    [b for b in at.sidebar.button if b.label == lessons.t("sidebar.connect", "en")][0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.text_input[2].value == ""  # the metrics field: empty, Triton's default
+    assert at.session_state["tk_remote_metrics"] == (
+        remote.http_url,
+        remote.metrics_url,
+    )  # kept for its server
 
 
 def test_language_switch(remote):

@@ -59,7 +59,9 @@ DEAD_PROBE_TTL_S = 3.0  # a server that did not answer is asked again after this
 AUTO_RESTART_ENV = "TRITON_KITCHEN_AUTO_RESTART"
 _MODE_KEY = "tk_server_mode"  # "embedded" | "remote"
 _REMOTE_KEY = "tk_remote"  # (http_url, grpc_url)
-_METRICS_KEY = "tk_remote_metrics"  # the remote server's metrics host:port, "" for the HTTP host's 8002
+# (the HTTP address it was given for, the metrics host:port): another HTTP server gets its host's 8002, never
+# the counts of the server before it
+_METRICS_KEY = "tk_remote_metrics"
 _STATUS_KEY = "tk_status_run"  # (this run's marker, its ServerStatus | None)
 
 
@@ -120,20 +122,22 @@ def remote_urls() -> tuple[str, str]:
 
 
 def remote_metrics_url() -> str:
-    """The remote server's metrics address as chosen ("" for the HTTP host's 8002); at first the
-    environment's TRITON_METRICS_URL, if the environment chose the remote server."""
+    """The remote server's metrics address ("" for its HTTP host's 8002): the one given for the HTTP address in
+    use, in the sidebar or, for the environment's server, as TRITON_METRICS_URL; "" for any other server."""
     if _METRICS_KEY not in st.session_state:
         env = Endpoint.from_env()
-        st.session_state[_METRICS_KEY] = (env.metrics_url or "") if env else ""
-    return st.session_state[_METRICS_KEY]
+        st.session_state[_METRICS_KEY] = (env.http_url, env.metrics_url or "") if env else ("", "")
+    given_for, metrics_url = st.session_state[_METRICS_KEY]
+    return metrics_url if given_for == remote_urls()[0] else ""
 
 
 def use_remote(http_url: str, grpc_url: str, metrics_url: str | None = None) -> None:
-    """Talk to the server at these addresses; ``metrics_url`` None keeps the metrics address chosen before."""
+    """Talk to the server at these addresses. ``metrics_url``: its metrics address ("" for the HTTP host's
+    8002); None when the reader did not change it, which keeps it only while the HTTP address stays the same."""
     st.session_state[_MODE_KEY] = "remote"
     st.session_state[_REMOTE_KEY] = (host_port(http_url), host_port(grpc_url))
     if metrics_url is not None:
-        st.session_state[_METRICS_KEY] = host_port(metrics_url)
+        st.session_state[_METRICS_KEY] = (host_port(http_url), host_port(metrics_url))
 
 
 def use_embedded() -> None:

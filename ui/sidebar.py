@@ -72,13 +72,14 @@ def _server_choice() -> None:
         with st.form("tk_remote_form", border=False):
             new_http = st.text_input(t("sidebar.http_url"), value=http_url, help=t("sidebar.url_help"))
             new_grpc = st.text_input(t("sidebar.grpc_url"), value=grpc_url)
+            metrics_url = server.remote_metrics_url()
             new_metrics = st.text_input(
-                t("sidebar.metrics_url"),
-                value=server.remote_metrics_url(),
-                help=t("sidebar.metrics_url_help"),
+                t("sidebar.metrics_url"), value=metrics_url, help=t("sidebar.metrics_url_help")
             )
             if st.form_submit_button(t("sidebar.connect")):
-                server.use_remote(new_http, new_grpc, new_metrics)
+                # left as shown: it belongs to the server shown, not to a new HTTP address typed above it
+                changed = new_metrics.strip() != metrics_url
+                server.use_remote(new_http, new_grpc, new_metrics if changed else None)
                 st.rerun()
         if mode != "remote":
             server.use_remote(http_url, grpc_url)
