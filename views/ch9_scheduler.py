@@ -135,7 +135,7 @@ def _priority(ep) -> None:
     tables.show_compared(  # the two runs as columns: one column per measure ran off a projector's page
         {
             name: {
-                t("ch9.col.late_ranks"): ", ".join(map(str, b.finish_ranks(scheduling.HIGH))) or "—",
+                t("ch9.col.late_ranks"): ", ".join(map(str, b.finish_ranks(scheduling.HIGH))) or None,
                 t("ch9.col.late_ms"): b.mean_latency_ms(scheduling.HIGH),
                 t("ch9.col.early_ms"): b.mean_latency_ms(0),
                 t("ch9.col.refused"): b.refused,
