@@ -12,7 +12,9 @@ Tests that run the app get the ``app`` marker too, tests that drive Chromium ``b
 
 The proof that the fast tier starts nothing: when the selected tests hold no live test, starting tritonserver,
 Chromium (Playwright's driver) or ``streamlit run`` fails loudly, here and in child Python processes (through
-``tests/_tier_guard/``), and any attempt fails the session, naming the test.
+``tests/_tier_guard/``), and any attempt fails the session, naming the test. Under pytest-xdist (``-n 2``) the
+workers log their attempts to the main process's file, and the main process fails the run: a worker's own exit
+status is not what pytest-xdist reports.
 """
 
 from __future__ import annotations
@@ -46,11 +48,25 @@ APP_SCRIPT_NAMES = frozenset({"from_file"})  # AppTest.from_file: app.py or a vi
 BROWSER_NAMES = frozenset({"sync_playwright", "async_playwright", "CHROMIUM"})
 LIVE_NAMES = BROWSER_NAMES | {"EmbeddedServer", "streamlit_app", "serve"}
 GUARD_DIR = Path(__file__).with_name("_tier_guard")
+GUARD_LOG = pytest.StashKey[str]()  # the file refused starts are written to, owned by the main process
+WORKER_KEY = "tk_tier_guard_log"  # the same path, as pytest-xdist hands it to each worker
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "live: needs tritonserver, a browser or the running app (auto-marked)")
     config.addinivalue_line("markers", "app: runs the Streamlit app through AppTest (auto-marked)")
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        config.stash[GUARD_LOG] = worker[WORKER_KEY]
+    else:
+        fd, log = tempfile.mkstemp(prefix="tk-no-live-", suffix=".log")
+        os.close(fd)
+        config.stash[GUARD_LOG] = log
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the main process tells each worker its log
+def pytest_configure_node(node) -> None:
+    node.workerinput[WORKER_KEY] = node.config.stash[GUARD_LOG]
 
 
 def _names_used(code: types.CodeType, module_globals: dict, seen: set[int]) -> set[str]:
@@ -102,17 +118,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     """No live test selected: refuse every server, browser and app start from here on."""
     if session.items and not any(item.get_closest_marker("live") for item in session.items):
-        fd, log = tempfile.mkstemp(prefix="tk-no-live-", suffix=".log")
-        os.close(fd)
-        os.environ[GUARD_ENV] = log
+        os.environ[GUARD_ENV] = session.config.stash[GUARD_LOG]
         paths = [str(GUARD_DIR), os.environ.get("PYTHONPATH")]
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         forbid_live_processes()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    log = os.environ.get(GUARD_ENV)
-    if not log or not os.path.exists(log):
+    if hasattr(session.config, "workerinput"):
+        return  # the main process reads the log: a worker's exit status is not the run's
+    log = session.config.stash[GUARD_LOG]
+    if not os.path.exists(log):
         return
     attempts = Path(log).read_text().strip()
     os.unlink(log)

@@ -37,19 +37,21 @@ def test_guard_knows_live_programs(argv, word):
     assert _forbidden(argv) == word
 
 
-def run_fast_tier(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+def run_fast_tier(tmp_path: Path, body: str, *options: str) -> subprocess.CompletedProcess:
     """pytest -m "not live" on one test module in tmp_path, with this suite's tier plugin."""
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["_tiers"]\n')
     (tmp_path / "test_probe.py").write_text(textwrap.dedent(body))
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not live", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not live", *options, str(tmp_path)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env={**__import__("os").environ, "PYTHONPATH": str(TESTS)},
     )  # fmt: skip
 
 
-def test_a_server_start_in_an_unmarked_test_fails_the_run(tmp_path):
-    # the start hides in a helper and swallows its error, as an app page showing an error box would
+@pytest.mark.parametrize("options", [(), ("-n", "2")], ids=["one-process", "two-workers"])
+def test_a_server_start_in_an_unmarked_test_fails_the_run(tmp_path, options):
+    # the start hides in a helper and swallows its error, as an app page showing an error box would; on two
+    # workers (the README's fast tier) the worker that ran it is not the process whose exit status counts
     result = run_fast_tier(
         tmp_path,
         """
@@ -63,7 +65,10 @@ def test_a_server_start_in_an_unmarked_test_fails_the_run(tmp_path):
 
         def test_looks_offline():
             start()
+
+        def test_beside_it(): ...
         """,
+        *options,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAST TIER VIOLATION" in result.stdout and "test_looks_offline" in result.stdout, result.stdout
