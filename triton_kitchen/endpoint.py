@@ -35,15 +35,25 @@ class Endpoint:
     def remote(cls, http_url: str = "", grpc_url: str = "", metrics_url: str = "") -> Endpoint:
         """A remote server; a URL not given is the other one's host on Triton's default port (the metrics
         URL: left None, read as the HTTP host's 8002 by ``metrics.address_of``)."""
-        http = host_port(http_url) if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
-        grpc = host_port(grpc_url) if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
-        metrics = host_port(metrics_url) if metrics_url else None
+        http = with_port(http_url, "http") if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
+        grpc = with_port(grpc_url, "grpc") if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
+        metrics = with_port(metrics_url, "metrics") if metrics_url else None
         return cls(http_url=http, grpc_url=grpc, embedded=False, metrics_url=metrics)
 
 
 def host_port(url: str) -> str:
     """``http://host:8000/`` -> ``host:8000``: what the clients want (scheme and path dropped)."""
     return url.strip().split("://", 1)[-1].split("/", 1)[0].strip()
+
+
+def with_port(url: str, kind: str) -> str:
+    """``host:port`` of ``url``, on Triton's default port for ``kind`` ("http", "grpc", "metrics") when it names
+    none: ``gpu-box`` -> ``gpu-box:8002`` for metrics, as Triton listens unless told otherwise."""
+    address = host_port(url)
+    if not address:
+        return address
+    has_port = "]:" in address if address.startswith("[") else ":" in address  # [::1]:8000 (IPv6)
+    return address if has_port else f"{address}:{DEFAULT_PORTS[kind]}"
 
 
 def _swap_port(url: str, port: int) -> str:

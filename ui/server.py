@@ -17,8 +17,9 @@ from typing import Any
 import streamlit as st
 
 from triton_kitchen import kserve
+from triton_kitchen.endpoint import with_port
 from triton_kitchen.repository import ServerStatus, server_status
-from triton_kitchen.server import EmbeddedServer, Endpoint, host_port
+from triton_kitchen.server import EmbeddedServer, Endpoint
 from triton_kitchen.supervisor import RESTART_TIMEOUT_S, ServerSupervisor
 from ui.errors import show_error
 from ui.i18n import t
@@ -135,9 +136,13 @@ def use_remote(http_url: str, grpc_url: str, metrics_url: str | None = None) -> 
     """Talk to the server at these addresses. ``metrics_url``: its metrics address ("" for the HTTP host's
     8002); None when the reader did not change it, which keeps it only while the HTTP address stays the same."""
     st.session_state[_MODE_KEY] = "remote"
-    st.session_state[_REMOTE_KEY] = (host_port(http_url), host_port(grpc_url))
+    http, grpc = with_port(http_url, "http"), with_port(grpc_url, "grpc")  # "gpu-box": Triton's own ports
+    st.session_state[_REMOTE_KEY] = (http, grpc)
     if metrics_url is not None:
-        st.session_state[_METRICS_KEY] = (host_port(http_url), host_port(metrics_url))
+        st.session_state[_METRICS_KEY] = (
+            http,
+            with_port(metrics_url, "metrics") if metrics_url.strip() else "",
+        )
 
 
 def use_embedded() -> None:
