@@ -115,22 +115,34 @@ def _status(status: ServerStatus | None) -> None:
     if not models.open:
         return
     with models:
-        counts = _metrics_now()
-        rows = []
-        for m in status.models:
-            row = {
-                t("sidebar.col_model"): m.name,
-                t("sidebar.col_state"): ("✅ " if m.ready else "⛔ ") + (m.state or "?"),
-            }
-            if counts is not None:  # Triton's metrics port: served, average batch, waiting now
-                c = counts.models.get(m.name)
-                row[t("sidebar.col_served")] = int(c.success) if c else 0
-                row[t("sidebar.col_batch")] = round(c.mean_batch, 2) if c and c.mean_batch else None
-                row[t("sidebar.col_waiting")] = int(c.pending) if c else 0
-            rows.append(row)
-        st.dataframe(rows, hide_index=True, width="stretch")
-        if counts is None:
-            st.caption(t("sidebar.metrics_none"))
+        models_box(status, _metrics_now())
+
+
+def models_box(status: ServerStatus, counts: metrics.ServerMetrics | None) -> None:
+    """The models table, what waits in Triton's queue now, or that no metrics port answers."""
+    rows = models_rows(status, counts)
+    # every model at once while they are few (no scroll inside the scrolling sidebar); a big remote: 10 rows
+    st.dataframe(rows, hide_index=True, width="stretch", height="content" if len(rows) <= 20 else "auto")
+    if counts is None:
+        st.caption(t("sidebar.metrics_none"))
+        return
+    waiting = {m: int(c.pending) for m, c in counts.models.items() if c.pending}
+    if waiting:  # a queue right now (a load test): worth a line; an idle server's zeros are not
+        st.caption(t("sidebar.waiting_now", models=", ".join(f"{m} {n}" for m, n in sorted(waiting.items()))))
+
+
+def models_rows(status: ServerStatus, counts: metrics.ServerMetrics | None) -> list[dict]:
+    """The sidebar's models table: each model with its readiness mark (✅, or ⛔ and its state in words) and, when
+    the metrics port answers, the requests Triton has served. Two columns fit the sidebar's width; five (state,
+    mean batch and queue apart) put the counts behind a horizontal scroll nobody saw."""
+    rows = []
+    for m in status.models:
+        row = {t("sidebar.col_model"): f"✅ {m.name}" if m.ready else f"⛔ {m.name} · {m.state or '?'}"}
+        if counts is not None:
+            c = counts.models.get(m.name)
+            row[t("sidebar.col_served")] = int(c.success) if c else 0
+        rows.append(row)
+    return rows
 
 
 def _metrics_now():
