@@ -64,6 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[GUARD_LOG] = log
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The log goes with the main process, also after runs without a session (``--help``, ``--markers``)."""
+    if not hasattr(config, "workerinput") and GUARD_LOG in config.stash:
+        Path(config.stash[GUARD_LOG]).unlink(missing_ok=True)
+
+
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the main process tells each worker its log
 def pytest_configure_node(node) -> None:
     node.workerinput[WORKER_KEY] = node.config.stash[GUARD_LOG]

@@ -30,6 +30,11 @@ def test_a_remote_endpoint_fills_in_the_ports_it_was_not_given():
     assert (ep.http_url, ep.grpc_url, ep.metrics_url) == ("gpu-box:8000", "gpu-box:8001", "gpu-box:8002")
     assert Endpoint.remote("", "gpu-box:9001").http_url == "gpu-box:8000"
     assert Endpoint.remote("gpu-box:9000").metrics_url is None  # metrics.address_of: the HTTP host's 8002
+    assert (Endpoint.remote("[::1]").grpc_url, Endpoint.remote("", "[::1]").http_url) == (
+        "[::1]:8001",
+        "[::1]:8000",
+    )
+    assert Endpoint.remote("  ", "gpu-box").http_url == "gpu-box:8000"  # a blank field is not an address
 
 
 def _connect_to_a_host_alone():

@@ -35,6 +35,7 @@ class Endpoint:
     def remote(cls, http_url: str = "", grpc_url: str = "", metrics_url: str = "") -> Endpoint:
         """A remote server; a URL not given is the other one's host on Triton's default port (the metrics
         URL: left None, read as the HTTP host's 8002 by ``metrics.address_of``)."""
+        http_url, grpc_url, metrics_url = http_url.strip(), grpc_url.strip(), metrics_url.strip()
         http = with_port(http_url, "http") if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
         grpc = with_port(grpc_url, "grpc") if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
         metrics = with_port(metrics_url, "metrics") if metrics_url else None
@@ -48,7 +49,8 @@ def host_port(url: str) -> str:
 
 def with_port(url: str, kind: str) -> str:
     """``host:port`` of ``url``, on Triton's default port for ``kind`` ("http", "grpc", "metrics") when it names
-    none: ``gpu-box`` -> ``gpu-box:8002`` for metrics, as Triton listens unless told otherwise."""
+    none: ``gpu-box`` -> ``gpu-box:8002`` for metrics, as Triton listens unless told otherwise. A scheme does not
+    choose the port (``http://gpu-box/`` is ``gpu-box:8000``, not 80): the addresses are a Triton server's ports."""
     address = host_port(url)
     if not address:
         return address
@@ -57,7 +59,7 @@ def with_port(url: str, kind: str) -> str:
 
 
 def _swap_port(url: str, port: int) -> str:
-    host = host_port(url).rsplit(":", 1)[0]
+    host = with_port(url, "http").rsplit(":", 1)[0]  # a port added first: "[::1]" keeps its closing bracket
     return f"{host}:{port}"
 
 
