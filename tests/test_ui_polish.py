@@ -306,9 +306,13 @@ def test_flow_gantt_legend_colours_are_distinct_and_titles_short():
                 if tr.showlegend is not False:
                     colours.setdefault(tr.marker.color, []).append(tr.name)
             assert all(len(names) == 1 for names in colours.values()), colours
-            for title in (fig.layout.title.text, flow.animation(run, lang).layout.title.text):
+            for title in (fig.layout.title.text, flow.animation_title(run, lang)):
                 assert "（" not in title and "(" not in title, title  # no nested brackets to cut off
                 assert len(title) <= 60, title
+    run = flow.recorded()[
+        0
+    ]  # the figure carries that title (one figure: each costs a second of plotly's checks)
+    assert flow.animation(run, "zh").layout.title.text == flow.animation_title(run, "zh")
 
 
 def test_flow_animation_labels_are_not_clipped():

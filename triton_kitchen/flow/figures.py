@@ -50,6 +50,18 @@ def _source_label(run: FlowRun, lang: str) -> str:
     return _t(f"lab_flow.source_{run.source}", lang)
 
 
+def animation_title(run: FlowRun, lang: str = "zh") -> str:
+    """The animation's title: the ensemble, where its timeline came from, Triton's time and the protocol."""
+    return _t(
+        "lab_flow.anim_title",
+        lang,
+        model=run.dag.name,
+        source=_source_label(run, lang),
+        ms=run.timeline.server_ms,
+        proto=_protocol_name(run.timeline.protocol, lang),
+    )
+
+
 def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: int = 120, height: int = 520):
     """The request as a plotly animation on the DAG: steps change colour, tensors travel the edges."""
     import plotly.graph_objects as go
@@ -213,16 +225,8 @@ def animation(run: FlowRun, lang: str = "zh", pacing: str = "events", target: in
             ],
         }
     )
-    title = _t(
-        "lab_flow.anim_title",
-        lang,
-        model=run.dag.name,
-        source=_source_label(run, lang),
-        ms=run.timeline.server_ms,
-        proto=_protocol_name(run.timeline.protocol, lang),
-    )
     fig.update_layout(
-        title={"text": title, "x": 0.01, "font": {"size": 15}},
+        title={"text": animation_title(run, lang), "x": 0.01, "font": {"size": 15}},
         height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         plot_bgcolor="#fbfcfd",
