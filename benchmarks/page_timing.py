@@ -13,8 +13,10 @@ Two ways to arrive:
 - "fresh": a new tab opening the page's URL (includes Streamlit's frontend start-up);
 - "in_tab": clicking the page in the sidebar of an open tab (how a learner moves through the course).
 The same is measured for benchmarks/floor_app.py, a Streamlit app that shows only a title: its
-fresh-tab time is Streamlit's own start-up on this machine, which no page can beat. Figures are
-printed as seconds and as ratios to that floor, measured in this run. The browser, both apps and
+fresh-tab time is Streamlit's own start-up on this machine, which no page can beat. Each fresh-tab
+sample of a page is paired with one of the floor taken just before or after it; a page's ratio
+("÷ floor") is the median of its pairs' ratios, with their range ("pairs"). Figures are printed as
+seconds and as ratios to that floor, measured in this run. The browser, both apps and
 Triton share this machine's cores.
 
 Where a fresh tab's time goes, without a browser: "script" is the median seconds of the page's script run
@@ -215,6 +217,19 @@ def median_pair(samples: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
+def paired_fresh(page, floor, floor_first: bool) -> tuple[tuple[float, float], tuple[float, float]]:
+    """One fresh-tab sample of a page and one of the floor app, taken one after the other (the floor first when
+    ``floor_first``: rounds alternate, so neither side always follows the other). A page's ratio is the median
+    of its pairs' ratios: on a shared VM whose CPU speed changes from one minute to the next (the same Python
+    loop took 0.49-1.04 s within 30 s here), a floor measured once per round of 15 pages compared each page
+    with a different machine."""
+    if floor_first:
+        floor_sample = floor()
+        return page(), floor_sample
+    page_sample = page()
+    return page_sample, floor()
+
+
 def page_titles(lang: str) -> dict[str, str]:
     """Every page's URL path (``home`` for the welcome page) -> its title in ``lang``, what its h1 shows."""
     ui = lessons.ui_strings(lang)
@@ -266,18 +281,29 @@ def main() -> int:
             ]:
                 fresh(browser, url, text)
             threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
-            # in rounds, the floor app first in each: the floor is measured across the whole run, as the pages
-            # are, so a machine that gets busier or quieter during the run moves both alike
             floor: list = []
             samples_fresh: dict[str, list] = {u: [] for u in titles}
-            for _ in range(args.reps):
-                floor.append(fresh(browser, f"{floor_base}/", FLOOR_TITLE, threads["(floor app)"]))
+            ratios: dict[str, list] = {u: [] for u in titles}
+            for rep in range(args.reps):
                 for url, text in titles.items():
-                    samples_fresh[url].append(
-                        fresh(browser, f"{base}/{url}?lang={args.lang}", text, threads[url])
+                    page_sample, floor_sample = paired_fresh(
+                        lambda url=url, text=text: fresh(
+                            browser, f"{base}/{url}?lang={args.lang}", text, threads[url]
+                        ),
+                        lambda: fresh(browser, f"{floor_base}/", FLOOR_TITLE, threads["(floor app)"]),
+                        floor_first=rep % 2 == 0,
                     )
+                    samples_fresh[url].append(page_sample)
+                    floor.append(floor_sample)
+                    ratios[url].append(page_sample[1] / floor_sample[1])
             result["floor"] = median_pair(floor)
+            result["floor"]["range"] = [
+                round(min(f[1] for f in floor), 2),
+                round(max(f[1] for f in floor), 2),
+            ]
             result["fresh"] = {u: median_pair(s) for u, s in samples_fresh.items()}
+            result["fresh_ratio_to_floor"] = {u: round(statistics.median(r), 2) for u, r in ratios.items()}
+            result["fresh_ratio_range"] = {u: [round(min(r), 2), round(max(r), 2)] for u, r in ratios.items()}
             result["main_thread"] = {
                 u: {k: round(statistics.median(v), 2) for k, v in m.items()} for u, m in threads.items()
             }
@@ -301,26 +327,27 @@ def main() -> int:
             proc.terminate()
             proc.wait(20)
     floor_s = result["floor"]["interactive"]
-    result["fresh_ratio_to_floor"] = {
-        u: round(v["interactive"] / floor_s, 2) for u, v in result["fresh"].items()
-    }
-    head = f"{'page':14s} {'fresh title':>11s} {'interactive':>11s} {'÷ floor':>8s} {'in-tab title':>12s}"
+    head = f"{'page':14s} {'fresh title':>11s} {'interactive':>11s} {'÷ floor':>8s} {'pairs':>9s} {'in-tab title':>12s}"
     print(f"{head} {'interactive':>11s} {'script':>7s} {'main thread':>11s}  heavy elements")
     floor_script = result["script"]["(floor app)"]["script"]
     floor_mt = result["main_thread"]["(floor app)"]
     print(
-        f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f} {'':12s} {'':11s}"
+        f"{'(floor app)':14s} {result['floor']['title']:11.2f} {floor_s:11.2f} {1:8.2f} {'':9s} {'':12s} {'':11s}"
         f" {floor_script:7.2f} {floor_mt['tasks']:11.2f}"
     )
     for url in titles:
         f, sc = result["fresh"][url], result["script"][url]
         i = result["in_tab"].get(url, {"title": float("nan"), "interactive": float("nan")})  # --pages: none
         ratio = result["fresh_ratio_to_floor"][url]
+        lo, hi = result["fresh_ratio_range"][url]
         heavy = ", ".join(f"{k} {v}" for k, v in sorted(sc["elements"].items()))
         print(
-            f"{url:14s} {f['title']:11.2f} {f['interactive']:11.2f} {ratio:8.2f} {i['title']:12.2f}"
+            f"{url:14s} {f['title']:11.2f} {f['interactive']:11.2f} {ratio:8.2f} {f'{lo:.2f}-{hi:.2f}':>9s}"
+            f" {i['title']:12.2f}"
             f" {i['interactive']:11.2f} {sc['script']:7.2f} {result['main_thread'][url]['tasks']:11.2f}  {heavy}"
         )
+    lo, hi = result["floor"]["range"]
+    print(f"the floor app took {lo:.2f}-{hi:.2f} s over the run; a page's ratio is the median of its pairs'")
     slow_fresh = [u for u, r in result["fresh_ratio_to_floor"].items() if r > FRESH_TARGET]
     slow_tab = [u for u, v in result["in_tab"].items() if v["interactive"] > IN_TAB_TARGET_S]
     result["targets"] = {"fresh_over_1.3x": slow_fresh, "in_tab_over_1s": slow_tab}
