@@ -49,6 +49,7 @@ __all__ = [
     "supervisor",
     "use_embedded",
     "use_remote",
+    "uses_embedded",
 ]
 
 PROBE_TIMEOUT_S = 1.0  # a remote server that has not answered by then is reported as unreachable
@@ -103,6 +104,14 @@ def restart_embedded() -> None:
 
 
 # -- which server ----------------------------------------------------------------------------
+def uses_embedded(session_state) -> bool:
+    """Whether a session (its session state, read from any thread) shows the embedded server."""
+    try:
+        return session_state[_MODE_KEY] != "remote"
+    except KeyError:  # no run has chosen yet
+        return True
+
+
 def server_mode() -> str:
     """ "remote" when the sidebar or TRITON_HTTP_URL/TRITON_GRPC_URL chose one, else "embedded"."""
     if _MODE_KEY not in st.session_state:

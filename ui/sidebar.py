@@ -15,12 +15,13 @@ import streamlit as st
 from triton_kitchen import metrics
 from triton_kitchen.repository import ServerStatus
 from triton_kitchen.server import DEFAULT_PORTS
-from ui import boxes, i18n, server
+from ui import boxes, embedded_watch, i18n, server
 from ui.i18n import t
 
-# The status poller: a dead server is reported within 2 s (the poll notices it; the run is a few ms). Not more
-# often: every tick reruns a fragment in every open tab, about 9 % of a core in Chromium per idle tab at 1 s
-# (measured on 2 cores), and a class keeps 30 tabs open on laptops and on the app's server.
+# The status poller of a tab whose server is remote or down: a change is reported within 2 s (the poll notices
+# it; the run is a few ms). Not more often: every tick redraws the page in the browser, about 12 % of a core in
+# Chromium per open tab (measured on 2 cores). An embedded server that is up is watched for every tab by one
+# thread instead (ui.embedded_watch), so a tab of a class's usual day does not poll at all.
 POLL_S = 1.5
 LOG_LINES = 40
 # Lines tritonserver writes on a machine without a usable NVIDIA GPU (it looks for CUDA, finds none, and
@@ -161,11 +162,14 @@ def _signature() -> tuple:
     if server.server_mode() == "remote":
         http_url, _ = server.remote_urls()
         return ("remote", http_url, server.probe(http_url))
-    current = server.embedded_state()
-    embedded = server.supervisor().server
-    if current == "up" and embedded is not None:
-        return ("embedded", current, embedded.restarts, embedded.http_url)
-    return ("embedded", current)
+    return ("embedded", *embedded_watch.signature(server.supervisor(), server.embedded_state()))
+
+
+def _polls(sig: tuple) -> bool:
+    """Whether this tab polls: for a remote server (no thread watches another machine) or an embedded one that
+    is not up (its "restarting N s" moves). An embedded server that is up is watched by ui.embedded_watch, which
+    reruns the tab when it changes."""
+    return sig[0] == "remote" or sig[1] != "up"
 
 
 def _is_up(sig: tuple) -> bool:
@@ -270,8 +274,11 @@ def render_sidebar() -> ServerStatus | None:
         if teacher:
             _server_choice()
         status = current_status()
-        st.session_state["tk_shown"] = _signature()  # what this run draws; the poller reports changes
-        _watch()
+        sig = _signature()
+        st.session_state["tk_shown"] = sig  # what this run draws; the poller reports changes
+        embedded_watch.start()
+        if _polls(sig):
+            _watch()
         _status(status)
         if server.server_mode() == "embedded":
             if teacher:
