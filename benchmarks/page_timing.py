@@ -352,7 +352,9 @@ def main() -> int:
             f" {i['interactive']:11.2f} {sc['script']:7.2f} {result['main_thread'][url]['tasks']:11.2f}  {heavy}"
         )
     lo, hi = result["floor"]["range"]
-    print(f"the floor app took {lo:.2f}-{hi:.2f} s over the run; a page's ratio is the median of its pairs'")
+    print(
+        f"the floor app took {lo:.2f}-{hi:.2f} s over the run; a page's ratio is the median of its pairs' ratios"
+    )
     slow_fresh = [u for u, r in result["fresh_ratio_to_floor"].items() if r > FRESH_TARGET]
     slow_tab = [u for u, v in result["in_tab"].items() if v["interactive"] > IN_TAB_TARGET_S]
     result["targets"] = {"fresh_over_1.3x": slow_fresh, "in_tab_over_1s": slow_tab}

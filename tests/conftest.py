@@ -261,6 +261,35 @@ def streamlit_app(env: dict[str, str | None] | None = None, log_name: str = "str
             proc.wait()
 
 
+def kill_app_tritonserver(streamlit_pid: int) -> int:
+    """Kill the app's tritonserver (a descendant of the Streamlit process a test started), as a crash would."""
+    import os
+    import signal
+
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        names[pid] = text[text.index("(") + 1 : text.rindex(")")]
+        parents[pid] = int(text[text.rindex(")") + 2 :].split()[1])
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == streamlit_pid:
+                return True
+        return False
+
+    victims = [pid for pid, name in names.items() if name == "tritonserver" and descends(pid)]
+    assert len(victims) == 1, f"the app's tritonserver: expected one process, found {victims}"
+    os.kill(victims[0], signal.SIGKILL)
+    return victims[0]
+
+
 @pytest.fixture(scope="module")
 def browser():
     """One headless chromium per test module (pages and contexts are cheap, the browser is not)."""

@@ -693,34 +693,6 @@ def test_click_everything_zh(embedded_app, browser, en_pass):
     run.report(other.problems)
 
 
-def _kill_tritonserver(streamlit_pid: int) -> int:
-    """Kill the app's tritonserver (a descendant of the Streamlit process this module started)."""
-    import signal
-
-    parents: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        pid = int(stat.parent.name)
-        names[pid] = text[text.index("(") + 1 : text.rindex(")")]
-        parents[pid] = int(text[text.rindex(")") + 2 :].split()[1])
-
-    def descends(pid: int) -> bool:
-        while pid > 1:
-            pid = parents.get(pid, 0)
-            if pid == streamlit_pid:
-                return True
-        return False
-
-    victims = [pid for pid, name in names.items() if name == "tritonserver" and descends(pid)]
-    assert len(victims) == 1, f"the app's tritonserver: expected one process, found {victims}"
-    os.kill(victims[0], signal.SIGKILL)
-    return victims[0]
-
-
 def _flow_send(run: Pass, when: str, restart=None) -> str:
     """In a fresh tab (no earlier run on screen), restart the server the way ``restart`` does, then send one
     request in the flow lab; where its timeline came from, as the page says."""
@@ -784,7 +756,7 @@ def _english(browser, url: str, proc) -> tuple[Pass, dict[str, str], Pass]:
         "after auto-restart": _flow_send(
             run,
             "after auto-restart",
-            lambda page: (_kill_tritonserver(proc.pid), _wait_down_then_up(page)),
+            lambda page: (conftest.kill_app_tritonserver(proc.pid), _wait_down_then_up(page)),
         ),
     }
     _each_page(run, [s for s in SLUGS if s in FULL_IN_ENGLISH], shots=FULL_IN_ENGLISH)

@@ -5,9 +5,6 @@ ui.push relies on are still where it reads them (fast tier: fails on a Streamlit
 from __future__ import annotations
 
 import inspect
-import os
-import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -36,20 +33,6 @@ def test_the_streamlit_internals_that_ui_push_uses_are_there():
     assert "self.request_rerun(self._client_state)" in inspect.getsource(AppSession._on_source_file_changed)
 
 
-def _kill_tritonserver(app_pid: int) -> None:
-    """SIGKILL the tritonserver under the app's process (its embedded server), as a crash would."""
-    out = subprocess.run(["pgrep", "-x", "tritonserver"], capture_output=True, text=True).stdout.split()
-    for pid in map(int, out):
-        parent = pid
-        while parent > 1:
-            stat = Path(f"/proc/{parent}/stat").read_text()
-            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-            if parent == app_pid:
-                os.kill(pid, signal.SIGKILL)
-                return
-    raise AssertionError(f"no tritonserver under the app's process {app_pid}")
-
-
 def _frames_sent(page, sent: list, seconds: float) -> int:
     before = len(sent)
     page.wait_for_timeout(seconds * 1000)
@@ -71,7 +54,7 @@ def test_open_tabs_hear_of_a_killed_server_and_its_return_without_polling(browse
             tabs.append(page)
         tabs[0].wait_for_timeout(2000)  # the first tab's poll (it opened while the server started) ends
         assert _frames_sent(tabs[0], sent, 5) == 0, "an open tab talked to the app while nothing happened"
-        _kill_tritonserver(proc.pid)
+        conftest.kill_app_tritonserver(proc.pid)
         t0 = time.monotonic()
         for page in tabs:
             page.wait_for_function(f"() => !document.querySelector('{UP}')", timeout=10_000)

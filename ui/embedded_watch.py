@@ -33,7 +33,8 @@ def signature(sup: ServerSupervisor, current: str | None = None) -> tuple:
 
 
 def start() -> None:
-    """Start the app's watcher once (nothing in AppTest or a script, where no Streamlit server runs)."""
+    """Start the app's watcher once (nothing in a plain script, where no Streamlit runtime exists; under AppTest,
+    which has one, it only looks and finds no connected tab to rerun)."""
     from streamlit.runtime import Runtime
 
     if Runtime.exists():
