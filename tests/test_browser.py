@@ -152,6 +152,47 @@ def test_editor_error_in_browser(app_url, browser):
     page.close()
 
 
+def _script_state(page) -> str:
+    return page.evaluate(
+        "document.querySelector('[data-testid=stApp]').getAttribute('data-test-script-state')"
+    )
+
+
+def test_protocol_lab_tab_click_waits_for_a_run_and_stop_ends_it(app_url, browser):
+    """The protocol lab's tabs are a fragment that draws only the open tab. Opening another tab while a load test
+    runs shows that it waits, and draws it once the run is over: the run is not cut (its box plot is there after).
+    The Stop button above the tabs ends a run at once. Fails on tabs in the page's own run (a click would cut the
+    load) and on a Stop inside the fragment (its click would wait for the run)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{app_url}/lab-protocols?lang=en", wait_until="domcontentloaded")
+    wait_until_done(page)
+    assert (
+        page.locator(".st-key-proto_load_run").count() == 0
+    )  # the load tab is not drawn before it is opened
+    tabs = page.locator("[data-testid=stTabs] [role=tab]")
+    panel = page.locator("[data-testid=stTabPanel]:visible")
+    tabs.nth(1).click()
+    page.get_by_role("button", name="Run the load").click()  # 3 protocols x 3 s by default
+    page.wait_for_selector("[data-testid=stProgress]", timeout=30_000)
+    tabs.nth(2).click()
+    expect(panel).to_contain_text("A measurement is running in another tab", timeout=5_000)
+    expect(page.get_by_role("button", name="Run the sweep")).to_be_visible(timeout=90_000)
+    tabs.nth(1).click()
+    expect(page.locator(".st-key-proto_load_box")).to_be_visible(timeout=30_000)
+    shoot(page, "lab_protocols_load_kept_en")
+    wait_until_done(page)
+    page.get_by_role("button", name="Run the load").click()
+    page.wait_for_selector("[data-testid=stProgress]", timeout=30_000)
+    page.locator(".st-key-proto_stop button").first.click()
+    t0 = time.monotonic()
+    while _script_state(page) != "notRunning" and time.monotonic() - t0 < 30:
+        time.sleep(0.1)
+    stopped = time.monotonic() - t0
+    assert stopped < 5, f"the load ran on {stopped:.1f} s after Stop"  # a whole run takes 9 s or more
+    assert_no_exception(page, "lab-protocols stopped")
+    page.close()
+
+
 def test_a_fresh_tab_of_a_chapter_connects_at_once(app_url, browser):
     """A chapter's own URL in a new tab asks the app's root for Streamlit's health and opens the websocket there,
     without first asking /ch3/_stcore/health (a 404, then Streamlit's 100 ms wait: ui/backend_base.py); then the

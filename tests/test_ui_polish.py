@@ -189,6 +189,26 @@ def test_protocol_lab_progress_bars_say_their_protocol(remote):
     assert_human_table(frames(at)[0])
 
 
+def test_protocol_lab_draws_only_its_open_tab(remote):
+    """A fresh protocol lab draws one tab's widgets, not all five's; the tab the reader left open is the one drawn.
+    Fails if the tabs go back to plain ``st.tabs``, which draw every tab's widgets on the first paint."""
+    from ui import boxes
+
+    runs = {"proto_bytes_run", "proto_load_run", "proto_sweep_run", "proto_check_run", "proto_stream_run"}
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    switch_page(at, "views/lab_protocols.py", open_boxes=False).run()
+    assert not at.exception
+    keys = {b.key for b in at.button}
+    assert keys & runs == {"proto_bytes_run"} and "proto_stop" in keys, keys
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.session_state[boxes.OPEN_TABS] = {"proto_tabs": "load"}
+    switch_page(at, "views/lab_protocols.py", open_boxes=False).run()
+    assert {b.key for b in at.button} & runs == {"proto_load_run"}
+    assert at.slider(key="proto_load_c").value == 4
+
+
 # -- 11, 12, 13: sidebar ----------------------------------------------------------------------------------
 def test_split_log_hides_the_harmless_gpu_lines():
     from ui.sidebar import split_log

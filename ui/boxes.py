@@ -7,6 +7,14 @@ import streamlit as st
 # {box key: open?}: which boxes the reader has open. Streamlit forgets a widget that is not drawn (a page
 # switch), and an expander's identity includes its label (a language switch makes a new, closed one).
 OPEN_BOXES = "tk_open"
+ALL_OPEN = (
+    "*"  # in OPEN_BOXES: every box the reader has not closed starts open, every lazy tab is drawn (the tests)
+)
+
+
+def every_box_open() -> bool:
+    """Whether this session draws every lazy box and tab (set by the tests that read whole pages)."""
+    return bool(st.session_state.get(OPEN_BOXES, {}).get(ALL_OPEN))
 
 
 def remembered_expander(key: str, label: str, default: bool = False):
@@ -26,8 +34,9 @@ _DRAWN_TABS = "tk_tabs_drawn"  # {tabs key: (labels, default)} as last drawn
 
 def remembered_tabs(key: str, labels: dict[str, str]):
     """``st.tabs`` for ``labels`` ({tab id: label}) that opens on the tab the reader left open. Reruns on a tab
-    change (so it knows which tab is open: each tab's ``.open``): a click stops a run in progress, so not for tabs
-    that hold a long run (the labs keep plain tabs). Returns the tabs in the order of ``labels``."""
+    change (so it knows which tab is open: each tab's ``.open``). A click stops a run in progress, unless the tabs
+    are in a fragment (``views/lab_protocols.py``: its rerun waits for the run). Returns the tabs in the order of
+    ``labels``."""
     remembered = st.session_state.setdefault(OPEN_TABS, {})
     drawn = st.session_state.setdefault(_DRAWN_TABS, {})
     now = tuple(labels.values())

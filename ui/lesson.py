@@ -9,7 +9,7 @@ import streamlit as st
 
 from triton_kitchen import lessons
 from ui import boxes, classroom, errors, handouts, i18n, request_map
-from ui.boxes import OPEN_BOXES
+from ui.boxes import ALL_OPEN, OPEN_BOXES
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -57,9 +57,6 @@ def render_lesson(
     if printing is not None:
         with printing:
             handouts.download_buttons(chapter)  # to print: the lesson and quiz; the key for the teacher
-
-
-ALL_OPEN = "*"  # in OPEN_BOXES: every box the reader has not closed starts open (the tests' whole pages)
 
 
 def section_key(chapter: int, section: str) -> str:

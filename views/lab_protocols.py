@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -67,6 +68,33 @@ with photo_box:
     image = pick_image("proto", preview=photo_box.open)
 
 
+# One Stop for every run in the tabs below. It is outside their fragment: its click reruns the whole page, which
+# ends a run in progress (a click inside the fragment would wait for the run to end).
+st.button(
+    t("lab_protocols.stop"), key="proto_stop", icon=":material/stop:", help=t("lab_protocols.stop_help")
+)
+
+_WAITING: list = []  # a placeholder in each tab this run does not draw (set by _lab_tabs)
+
+
+@contextmanager
+def _other_tabs_wait():
+    """During a long run, the tabs not drawn say when they will be: a click on one waits for the run to end."""
+    for slot in _WAITING:
+        slot.caption(t("lab_protocols.tab_after_run"))
+    try:
+        yield
+    except Exception:  # the run failed: its message shows, the tabs are free again
+        _free_waiting()
+        raise
+    _free_waiting()  # (a click outside the tabs that stops the run raises no Exception: the page is redrawn)
+
+
+def _free_waiting() -> None:
+    for slot in _WAITING:
+        slot.empty()
+
+
 def _inputs() -> tuple[protocols.ModelInfo, dict]:
     return protocols.sample_inputs(ep, model, "http-binary", image=image)
 
@@ -91,14 +119,9 @@ def _download(rows: list[dict], name: str) -> None:
     )
 
 
-# Plain tabs, not ui.boxes.remembered_tabs: a remembered tab reruns the page when clicked, which would stop a
-# load test or sweep running in another tab (up to 30 s, lost); here a tab click stays in the browser.
-tab_bytes, tab_load, tab_sweep, tab_check, tab_stream = st.tabs(
-    [t(f"lab_protocols.tab_{tab}") for tab in ("bytes", "load", "sweep", "check", "stream")]
-)
-
 # -- side by side: same input, same result, payload and wire bytes --------------------------------
-with tab_bytes:
+def _bytes_tab() -> None:
+    """Same input, same result: payload and wire bytes per protocol."""
     st.caption(t("lab_protocols.bytes_help"))
     if st.button(t("lab_protocols.run_bytes"), type="primary", key="proto_bytes_run"):
         with st.spinner(t("lab_protocols.running")):
@@ -233,7 +256,8 @@ def _count_wire(arrays: dict, protocols_run: list[str]) -> dict[str, tuple[float
 
 
 # -- bounded load --------------------------------------------------------------------------------------
-with tab_load:
+def _load_tab() -> None:
+    """A bounded load per protocol: latency spread, throughput, wire bytes (counted in a pass of their own)."""
     l1, l2, l3, l4 = st.columns(4)
     # shared memory: only where the server maps this machine's memory (the embedded one), and never gzipped
     offered = list(protocols.PROTOCOLS) + (list(protocols.SHM_PROTOCOLS) if ep and ep.embedded else [])
@@ -271,7 +295,6 @@ with tab_load:
     go_load = state.run_button(
         t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen
     )
-    st.button(t("lab_protocols.stop"), key="proto_load_stop")  # any click reruns the page: the run stops
     if go_load:
         results = []
         wire: dict[str, tuple[float, float]] = {}
@@ -303,7 +326,8 @@ with tab_load:
                 wire.update(_count_wire(arrays, [r.protocol for r in results]))
 
         try:
-            state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
+            with _other_tabs_wait():
+                state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
         except protocols.ProtocolError as exc:
             _error(exc)
         state.say_if_stopped_by_death()
@@ -345,8 +369,10 @@ with tab_load:
         st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
         _download(rows, "protocols_load")
 
+
 # -- concurrency sweep -------------------------------------------------------------------------------
-with tab_sweep:
+def _sweep_tab() -> None:
+    """Throughput against p99 latency over concurrency levels."""
     s1, s2, s3 = st.columns(3)
     sweep_protocols = s1.multiselect(
         t("lab_protocols.protocols"),
@@ -374,10 +400,8 @@ with tab_sweep:
         key="proto_sweep_run",
         disabled=not (sweep_protocols and levels),
     )
-    st.button(t("lab_protocols.stop"), key="proto_sweep_stop")
     if go_sweep:
         bar = st.progress(0.0)
-        plan = len(sweep_protocols) * len(levels)
 
         def sweep_progress(i: int, n: int, p: bench.BenchProgress) -> None:
             bar.progress(min(1.0, (i + p.fraction) / n), text=t("lab_protocols.sweep_step", i=i + 1, n=n))
@@ -402,7 +426,8 @@ with tab_sweep:
             )
 
         try:
-            state.lab_run(max(levels), _sweep)
+            with _other_tabs_wait():
+                state.lab_run(max(levels), _sweep)
         except protocols.ProtocolError as exc:
             _error(exc)
         state.say_if_stopped_by_death()
@@ -423,8 +448,10 @@ with tab_sweep:
         rows = [r.to_row() for r in sweep_results]
         _download(rows, "protocols_sweep")
 
+
 # -- perf_analyzer cross-check -----------------------------------------------------------------------
-with tab_check:
+def _check_tab() -> None:
+    """This lab's engine against Triton's own perf_analyzer on the same load."""
     st.caption(t("lab_protocols.check_help"))
     k1, k2, k3 = st.columns(3)
     kp = k1.radio(
@@ -450,7 +477,7 @@ with tab_check:
         key="proto_check_run",
         disabled=bench.perf_analyzer_binary() is None,
     ):
-        with st.spinner(t("lab_protocols.running")):
+        with st.spinner(t("lab_protocols.running")), _other_tabs_wait():
             try:
                 checked = state.lab_run(
                     kc,
@@ -477,8 +504,10 @@ with tab_check:
         st.caption(t("lab_protocols.check_roles", engine=check["engine"], check=check["check"]))
         st.code(check["perf_analyzer_command"], language="bash", wrap_lines=True)
 
+
 # -- streaming ---------------------------------------------------------------------------------------
-with tab_stream:
+def _stream_tab() -> None:
+    """Tokens streamed over gRPC against the same answer over HTTP: first token, then the gaps."""
     text = st.text_area(
         t("lab_protocols.stream_text"),
         i18n.default_text("proto_stream_text", "lab_protocols.stream_default"),
@@ -492,7 +521,7 @@ with tab_stream:
     if state.run_button(
         t("lab_protocols.run_stream"), type="primary", key="proto_stream_run", disabled=not text.strip()
     ):
-        with st.spinner(t("lab_protocols.running")):
+        with st.spinner(t("lab_protocols.running")), _other_tabs_wait():
             st.session_state["proto_stream"] = protocols.compare_streaming(ep, text, delay)
     runs = st.session_state.get("proto_stream") or []
     if runs:
@@ -516,3 +545,32 @@ with tab_stream:
             key="proto_stream_fig",
         )
         st.caption(t("lab_protocols.stream_caption"))
+
+
+TABS = {
+    "bytes": _bytes_tab,
+    "load": _load_tab,
+    "sweep": _sweep_tab,
+    "check": _check_tab,
+    "stream": _stream_tab,
+}
+
+
+@st.fragment
+def _lab_tabs() -> None:
+    """The experiments as tabs in a fragment: a tab click reruns only the fragment, and Streamlit holds a fragment's
+    rerun until a run in progress ends, so a load test running in one tab is never cut by opening another. Only
+    the open tab is drawn: a fresh page draws one tab's widgets, not all five's."""
+    tabs = boxes.remembered_tabs("proto_tabs", {tab: t(f"lab_protocols.tab_{tab}") for tab in TABS})
+    drawn = [
+        (draw, tab)
+        for draw, tab in zip(TABS.values(), tabs, strict=True)
+        if tab.open or boxes.every_box_open()
+    ]
+    _WAITING[:] = [tab.empty() for tab in tabs if not any(tab is d for _, d in drawn)]  # before a run starts
+    for draw, tab in drawn:
+        with tab:
+            draw()
+
+
+_lab_tabs()
