@@ -191,10 +191,11 @@ def predict_and_press(at, predict_key: str, choice: str, button: str) -> None:
 
 
 def open_every_box(at) -> None:
-    """Every lazy box (lesson sections, quizzes, chapter 8's experiments) open in this AppTest's session."""
-    from ui import lesson
+    """Every lazy box (lesson sections, quizzes, chapter 8's experiments) open, and every lazy tab drawn, in this
+    AppTest's session."""
+    from ui import boxes
 
-    at.session_state[lesson.OPEN_BOXES] = {lesson.ALL_OPEN: True}
+    at.session_state[boxes.OPEN_BOXES] = {boxes.ALL_OPEN: True}
 
 
 # -- the app in a real browser ---------------------------------------------------------------------------

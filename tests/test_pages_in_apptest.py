@@ -22,7 +22,6 @@ from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from ui import boxes, pages
-from ui import lesson as ui_lesson
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -48,7 +47,7 @@ def open_page(slug: str, lang: str) -> AppTest:
     at.query_params["lang"] = lang
     if EVERY_PAGE[slug] is not None:
         switch_page(at, EVERY_PAGE[slug])
-    at.session_state[boxes.OPEN_BOXES] = {ui_lesson.ALL_OPEN: True} | dict.fromkeys(SIDEBAR_BOXES, True)
+    at.session_state[boxes.OPEN_BOXES] = {boxes.ALL_OPEN: True} | dict.fromkeys(SIDEBAR_BOXES, True)
     return at.run()
 
 

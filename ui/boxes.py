@@ -7,9 +7,8 @@ import streamlit as st
 # {box key: open?}: which boxes the reader has open. Streamlit forgets a widget that is not drawn (a page
 # switch), and an expander's identity includes its label (a language switch makes a new, closed one).
 OPEN_BOXES = "tk_open"
-ALL_OPEN = (
-    "*"  # in OPEN_BOXES: every box the reader has not closed starts open, every lazy tab is drawn (the tests)
-)
+# in OPEN_BOXES: every box the reader has not closed starts open, every lazy tab is drawn (the tests)
+ALL_OPEN = "*"
 
 
 def every_box_open() -> bool:

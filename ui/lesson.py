@@ -9,7 +9,6 @@ import streamlit as st
 
 from triton_kitchen import lessons
 from ui import boxes, classroom, errors, handouts, i18n, request_map
-from ui.boxes import ALL_OPEN, OPEN_BOXES
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -72,7 +71,7 @@ def lazy_box(key: str, label: str, first: bool = False):
     others' headings, not every section's text and widgets (Chromium's drawing, not the script, is what makes
     a fresh tab slow). Open or closed as the reader left it, also after a page or language switch
     (``ui.boxes``); the first section starts open. Returns the open box, or None."""
-    default = st.session_state.get(OPEN_BOXES, {}).get(ALL_OPEN, first)
+    default = boxes.every_box_open() or first
     box = boxes.remembered_expander(key, label, default)
     return box if box.open else None
 

@@ -562,15 +562,12 @@ def _lab_tabs() -> None:
     rerun until a run in progress ends, so a load test running in one tab is never cut by opening another. Only
     the open tab is drawn: a fresh page draws one tab's widgets, not all five's."""
     tabs = boxes.remembered_tabs("proto_tabs", {tab: t(f"lab_protocols.tab_{tab}") for tab in TABS})
-    drawn = [
-        (draw, tab)
-        for draw, tab in zip(TABS.values(), tabs, strict=True)
-        if tab.open or boxes.every_box_open()
-    ]
-    _WAITING[:] = [tab.empty() for tab in tabs if not any(tab is d for _, d in drawn)]  # before a run starts
-    for draw, tab in drawn:
-        with tab:
-            draw()
+    every = boxes.every_box_open()
+    _WAITING[:] = [tab.empty() for tab in tabs if not (tab.open or every)]  # before any run starts
+    for draw, tab in zip(TABS.values(), tabs, strict=True):
+        if tab.open or every:
+            with tab:
+                draw()
 
 
 _lab_tabs()
