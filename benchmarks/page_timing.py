@@ -236,24 +236,26 @@ def paired_fresh(page, floor, floor_first: bool) -> tuple[tuple[float, float], t
     return page_sample, floor()
 
 
-def fresh_round(opener, base: str, floor_base: str, titles: dict, args, threads: dict | None) -> dict:
-    """Every page's fresh tab ``args.reps`` times through ``opener`` (see :func:`fresh`), each paired with one
-    of the floor app (:func:`paired_fresh`): the figures, the floor's, and each page's ratio to the floor."""
+def fresh_round(
+    opener, targets: dict[str, tuple[str, str]], floor_url: str, reps: int, threads: dict | None
+) -> dict:
+    """Every target's fresh tab ``reps`` times through ``opener`` (see :func:`fresh`), each paired with one of
+    the floor app (:func:`paired_fresh`): the figures, the floor's, and each target's ratio to the floor.
+    ``targets``: name -> (URL, the text its title shows); ``threads``: name (and "(floor app)") -> a dict that
+    collects the tab's main-thread figures, or None."""
     floor: list = []
-    samples: dict[str, list] = {u: [] for u in titles}
-    ratios: dict[str, list] = {u: [] for u in titles}
-    for rep in range(args.reps):
-        for url, text in titles.items():
+    samples: dict[str, list] = {u: [] for u in targets}
+    ratios: dict[str, list] = {u: [] for u in targets}
+    for rep in range(reps):
+        for name, (url, text) in targets.items():
             page_sample, floor_sample = paired_fresh(
-                lambda url=url, text=text: fresh(
-                    opener, f"{base}/{url}?lang={args.lang}", text, threads and threads[url]
-                ),
-                lambda: fresh(opener, f"{floor_base}/", FLOOR_TITLE, threads and threads["(floor app)"]),
+                lambda url=url, text=text, name=name: fresh(opener, url, text, threads and threads[name]),
+                lambda: fresh(opener, floor_url, FLOOR_TITLE, threads and threads["(floor app)"]),
                 floor_first=rep % 2 == 0,
             )
-            samples[url].append(page_sample)
+            samples[name].append(page_sample)
             floor.append(floor_sample)
-            ratios[url].append(page_sample[1] / floor_sample[1])
+            ratios[name].append(page_sample[1] / floor_sample[1])
     return {
         "floor": median_pair(floor)
         | {"range": [round(min(f[1] for f in floor), 2), round(max(f[1] for f in floor), 2)]},
@@ -261,6 +263,17 @@ def fresh_round(opener, base: str, floor_base: str, titles: dict, args, threads:
         "fresh_ratio_to_floor": {u: round(statistics.median(r), 2) for u, r in ratios.items()},
         "fresh_ratio_range": {u: [round(min(r), 2), round(max(r), 2)] for u, r in ratios.items()},
     }
+
+
+def wait_for_triton(browser, base: str, lang: str):
+    """A tab of the app on ch1 until its run button is enabled (Triton is up), then on about:blank: an open
+    page's status poll (a fragment rerun every 1.5 s) keeps about 12 % of a core busy in Chromium, taken from
+    the tabs being timed. Returns the tab."""
+    tab = browser.new_page()
+    tab.goto(f"{base}/ch1?lang={lang}")
+    tab.wait_for_selector("button[kind=primary]:not([disabled])", timeout=180_000)
+    tab.goto("about:blank")
+    return tab
 
 
 def page_titles(lang: str) -> dict[str, str]:
@@ -304,12 +317,7 @@ def main() -> int:
             up_tabs = {u: every_page[u] for u in wanted}
             skipped = {"skipped": "--up-tabs none"}
             result["server_up"] = after_server_up(browser, base, up_tabs, args.lang) if up_tabs else skipped
-            first = browser.new_page()
-            first.goto(f"{base}/ch1?lang={args.lang}")
-            first.wait_for_selector("button[kind=primary]:not([disabled])", timeout=180_000)  # Triton is up
-            # away while the fresh tabs are measured: an open page's status poll (a fragment rerun every 1.5 s)
-            # keeps about 12 % of a core busy in Chromium, taken from the tabs being timed
-            first.goto("about:blank")
+            first = wait_for_triton(browser, base, args.lang)
             # New tabs of one browser profile: the cache holds both apps' scripts (warmed here), as for a
             # learner's next tab. (browser.new_page() would open each tab in a profile of its own, empty cache.)
             learner = browser.new_context()
@@ -319,8 +327,9 @@ def main() -> int:
             ]:
                 fresh(learner, url, text)
             threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
-            result |= fresh_round(learner, base, floor_base, titles, args, threads)
-            first_visit = fresh_round(browser, base, floor_base, titles, args, None)
+            targets = {u: (f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items()}
+            result |= fresh_round(learner, targets, f"{floor_base}/", args.reps, threads)
+            first_visit = fresh_round(browser, targets, f"{floor_base}/", args.reps, None)
             result["first_visit"] = {
                 "floor": first_visit["floor"],
                 "ratio_to_floor": first_visit["fresh_ratio_to_floor"],

@@ -27,8 +27,6 @@ def test_a_pair_is_page_then_floor_whichever_was_measured_first():
 def test_a_round_opens_every_tab_through_its_opener_and_pairs_each_page_with_the_floor(monkeypatch):
     """fresh_round: page and floor tabs both through the opener it is given (one browser context: the learner's
     cached scripts; the browser: a new profile per tab), each page's ratio the median of its pairs'."""
-    from types import SimpleNamespace
-
     import page_timing
 
     opened: list = []
@@ -39,8 +37,8 @@ def test_a_round_opens_every_tab_through_its_opener_and_pairs_each_page_with_the
         return (seconds[url] / 2, seconds[url])
 
     monkeypatch.setattr(page_timing, "fresh", fake_fresh)
-    args = SimpleNamespace(reps=2, lang="en")
-    out = page_timing.fresh_round("ctx", "/base", "/floor", {"ch1": "One", "ch2": "Two"}, args, None)
+    targets = {"ch1": ("/base/ch1?lang=en", "One"), "ch2": ("/base/ch2?lang=en", "Two")}
+    out = page_timing.fresh_round("ctx", targets, "/floor/", 2, None)
     assert {o for o, _ in opened} == {"ctx"} and len(opened) == 8
     assert out["fresh_ratio_to_floor"] == {"ch1": 1.2, "ch2": 1.5}
     assert out["floor"]["interactive"] == 1.0
