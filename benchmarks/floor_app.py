@@ -1,8 +1,9 @@
-"""The floor for benchmarks/page_timing.py: a Streamlit app that only shows a title.
+"""The floor for benchmarks/page_timing.py: a Streamlit app that only shows a title (``?lang=zh``: with a Chinese
+word, see benchmarks/_floor.py).
 
 Its fresh-tab time is what Streamlit's own frontend start-up costs on this machine and browser.
 """
 
-import streamlit as st
+from _floor import floor_title
 
-st.title("Triton Kitchen floor")
+floor_title()

@@ -1,21 +1,18 @@
 """benchmarks/floor_app.py behind the course's navigation: every chapter and lab (``ui.pages``) in the sidebar with
-its icon and title, as ``app.py`` lists them, and every page only the floor's title. What the navigation costs a
-fresh tab before any page content (benchmarks/shell_timing.py). ``?lang=zh`` for the Chinese titles."""
+its icon and title, as ``app.py`` lists them, and every page only the floor's title (benchmarks/_floor.py). What
+the navigation costs a fresh tab before any page content (benchmarks/shell_timing.py). ``?lang=zh`` for the
+Chinese titles."""
 
 import sys
 from pathlib import Path
 
 import streamlit as st
+from _floor import floor_title
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from triton_kitchen import lessons  # noqa: E402
 from ui import pages  # noqa: E402
-
-
-def floor_title() -> None:
-    st.title("Triton Kitchen floor")
-
 
 st.set_page_config(page_title="Triton Kitchen", page_icon="🍳", layout="wide")  # as app.py
 text = lessons.ui_strings(st.query_params.get("lang", lessons.DEFAULT_LANG))

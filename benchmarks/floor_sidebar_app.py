@@ -2,6 +2,7 @@
 (benchmarks/shell_timing.py)."""
 
 import streamlit as st
+from _floor import floor_title
 
-st.title("Triton Kitchen floor")
+floor_title()
 st.sidebar.caption("A sidebar and nothing else in it.")

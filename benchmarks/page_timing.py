@@ -16,7 +16,8 @@ Three ways to arrive:
   app; before 2026-12-03 this was all "fresh" measured, because Playwright's browser.new_page() opens each
   page in a new profile);
 - "in_tab": clicking the page in the sidebar of an open tab (how a learner moves through the course).
-The same is measured for benchmarks/floor_app.py, a Streamlit app that shows only a title: its
+The same is measured for benchmarks/floor_app.py, a Streamlit app that shows only a title (with --lang zh,
+with a Chinese word in it: a Chinese page's font is not the page's cost): its
 fresh-tab time is Streamlit's own start-up on this machine, which no page can beat. Each fresh-tab
 sample of a page is paired with one of the floor taken just before or after it; a page's ratio
 ("÷ floor") is the median of its pairs' ratios, with their range ("pairs"). Figures are printed as
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _floor import FLOOR_TITLE  # noqa: E402
 from _server import start_streamlit  # noqa: E402
 from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
@@ -60,7 +62,6 @@ IN_TAB_TARGET_S = 1.0  # moving between pages in an open tab
 HEAVY_ELEMENTS = ("plotly_chart", "graphviz_chart", "dataframe", "arrow_table", "imgs", "vega_lite_chart")
 
 OUT = ROOT / "benchmarks" / "out"  # the apps' own output (gitignored)
-FLOOR_TITLE = "Triton Kitchen floor"
 # In-page check (no round trip per poll): the title holds `text`, and, for "interactive", the script is done.
 _TITLE_JS = """([text, done]) => {
   const h1 = document.querySelector('[data-testid=stMain] h1');
@@ -322,14 +323,14 @@ def main() -> int:
             # learner's next tab. (browser.new_page() would open each tab in a profile of its own, empty cache.)
             learner = browser.new_context()
             for url, text in [
-                (f"{floor_base}/", FLOOR_TITLE),
+                (f"{floor_base}/?lang={args.lang}", FLOOR_TITLE),
                 *((f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items()),
             ]:
                 fresh(learner, url, text)
             threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
             targets = {u: (f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items()}
-            result |= fresh_round(learner, targets, f"{floor_base}/", args.reps, threads)
-            first_visit = fresh_round(browser, targets, f"{floor_base}/", args.reps, None)
+            result |= fresh_round(learner, targets, f"{floor_base}/?lang={args.lang}", args.reps, threads)
+            first_visit = fresh_round(browser, targets, f"{floor_base}/?lang={args.lang}", args.reps, None)
             result["first_visit"] = {
                 "floor": first_visit["floor"],
                 "ratio_to_floor": first_visit["fresh_ratio_to_floor"],
@@ -351,7 +352,7 @@ def main() -> int:
             result["in_tab"] = {u: median_pair(s) for u, s in samples.items() if s}
             browser.close()
         query = f"lang={args.lang}"
-        result["script"] = script_runs(floor_base, {"(floor app)": ""}, "", args.reps)
+        result["script"] = script_runs(floor_base, {"(floor app)": ""}, query, args.reps)
         result["script"] |= script_runs(
             base, {u: ("" if u == "home" else u) for u in titles}, query, args.reps
         )

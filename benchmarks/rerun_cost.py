@@ -111,7 +111,12 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             result["(floor app)"] = measure(
-                browser, f"{floor_base}/", FLOOR_TITLE, psutil.Process(floor_app.pid), args.reruns, False
+                browser,
+                f"{floor_base}/?lang={args.lang}",
+                FLOOR_TITLE,
+                psutil.Process(floor_app.pid),
+                args.reruns,
+                False,
             )
             for url in args.pages.split(","):
                 result[url] = measure(

@@ -76,10 +76,10 @@ def main() -> int:
             if app_base:
                 wait_for_triton(browser, app_base, args.lang)
             learner = browser.new_context()
-            for url, text in [(f"{floor_base}/", FLOOR_TITLE), *targets.values()]:
+            for url, text in [(f"{floor_base}/?lang={args.lang}", FLOOR_TITLE), *targets.values()]:
                 fresh(learner, url, text)  # the browser's cache holds every app's scripts
             threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in targets}
-            result = fresh_round(learner, targets, f"{floor_base}/", args.reps, threads)
+            result = fresh_round(learner, targets, f"{floor_base}/?lang={args.lang}", args.reps, threads)
             browser.close()
     finally:
         for proc in procs:

@@ -42,3 +42,19 @@ def test_a_round_opens_every_tab_through_its_opener_and_pairs_each_page_with_the
     assert {o for o, _ in opened} == {"ctx"} and len(opened) == 8
     assert out["fresh_ratio_to_floor"] == {"ch1": 1.2, "ch2": 1.5}
     assert out["floor"]["interactive"] == 1.0
+
+
+def test_the_floor_apps_show_the_title_the_benchmarks_wait_for_with_chinese_text_for_a_chinese_page():
+    """A Chinese page loads a Chinese font; so does its floor (?lang=zh), and the wait still finds FLOOR_TITLE."""
+    from _floor import FLOOR_TITLE, FLOOR_TITLE_ZH
+    from streamlit.testing.v1 import AppTest
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    for script in ("floor_app.py", "floor_sidebar_app.py", "floor_nav_app.py"):
+        for lang, chinese in (("en", False), ("zh", True)):
+            at = AppTest.from_file(str(bench / script))
+            at.query_params["lang"] = lang
+            at.run(timeout=30)
+            assert not at.exception, (script, lang)
+            title = at.title[0].value
+            assert FLOOR_TITLE in title and (FLOOR_TITLE_ZH in title) == chinese, (script, lang, title)
