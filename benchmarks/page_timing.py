@@ -266,6 +266,15 @@ def fresh_round(
     }
 
 
+def learners_browser(browser, floor_url: str, targets: dict[str, tuple[str, str]]):
+    """A browser context whose cache holds the floor's and every target's scripts (each opened once): its new
+    tabs are a learner's next tabs. (browser.new_page() opens each tab in a profile of its own, empty cache.)"""
+    learner = browser.new_context()
+    for url, text in [(floor_url, FLOOR_TITLE), *targets.values()]:
+        fresh(learner, url, text)
+    return learner
+
+
 def wait_for_triton(browser, base: str, lang: str):
     """A tab of the app on ch1 until its run button is enabled (Triton is up), then on about:blank: an open
     page's status poll (a fragment rerun every 1.5 s) keeps about 12 % of a core busy in Chromium, taken from
@@ -319,18 +328,12 @@ def main() -> int:
             skipped = {"skipped": "--up-tabs none"}
             result["server_up"] = after_server_up(browser, base, up_tabs, args.lang) if up_tabs else skipped
             first = wait_for_triton(browser, base, args.lang)
-            # New tabs of one browser profile: the cache holds both apps' scripts (warmed here), as for a
-            # learner's next tab. (browser.new_page() would open each tab in a profile of its own, empty cache.)
-            learner = browser.new_context()
-            for url, text in [
-                (f"{floor_base}/?lang={args.lang}", FLOOR_TITLE),
-                *((f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items()),
-            ]:
-                fresh(learner, url, text)
-            threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
+            floor_url = f"{floor_base}/?lang={args.lang}"
             targets = {u: (f"{base}/{u}?lang={args.lang}", t) for u, t in titles.items()}
-            result |= fresh_round(learner, targets, f"{floor_base}/?lang={args.lang}", args.reps, threads)
-            first_visit = fresh_round(browser, targets, f"{floor_base}/?lang={args.lang}", args.reps, None)
+            learner = learners_browser(browser, floor_url, targets)
+            threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in titles}
+            result |= fresh_round(learner, targets, floor_url, args.reps, threads)
+            first_visit = fresh_round(browser, targets, floor_url, args.reps, None)
             result["first_visit"] = {
                 "floor": first_visit["floor"],
                 "ratio_to_floor": first_visit["fresh_ratio_to_floor"],

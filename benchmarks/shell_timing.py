@@ -28,8 +28,8 @@ from page_timing import (  # noqa: E402
     CHROMIUM_ARGS,
     FLOOR_TITLE,
     FRESH_TARGET,
-    fresh,
     fresh_round,
+    learners_browser,
     page_titles,
     start_app,
     wait_for_triton,
@@ -75,11 +75,10 @@ def main() -> int:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             if app_base:
                 wait_for_triton(browser, app_base, args.lang)
-            learner = browser.new_context()
-            for url, text in [(f"{floor_base}/?lang={args.lang}", FLOOR_TITLE), *targets.values()]:
-                fresh(learner, url, text)  # the browser's cache holds every app's scripts
+            floor_url = f"{floor_base}/?lang={args.lang}"
+            learner = learners_browser(browser, floor_url, targets)
             threads: dict[str, dict] = {"(floor app)": {}} | {u: {} for u in targets}
-            result = fresh_round(learner, targets, f"{floor_base}/?lang={args.lang}", args.reps, threads)
+            result = fresh_round(learner, targets, floor_url, args.reps, threads)
             browser.close()
     finally:
         for proc in procs:
