@@ -191,7 +191,7 @@ def test_quiz_enough_questions_and_scenarios_per_chapter(lang):
     short = {}
     for ch in L.CHAPTERS:
         quiz = L.load_quiz(ch, lang)
-        scenarios = sum(q.kind == "scenario" for q in quiz)
+        scenarios = sum(q.kind in ("scenario", "transfer") for q in quiz)  # transfer: a new scenario
         unmarked = sum(q.kind not in L.QUESTION_KINDS for q in quiz)  # every question says its kind
         if len(quiz) < MIN_QUESTIONS or scenarios < MIN_SCENARIOS or unmarked:
             short[ch] = f"{len(quiz)} questions, {scenarios} scenario, {unmarked} without a kind"

@@ -7,7 +7,8 @@ Files live in ``lessons/<lang>/`` at the repository root:
   markers split the body so a page can place its live element between sections.
 - ``quiz/NN.toml``: ``[[question]]`` tables with ``id``, ``prompt``, ``choices``, ``answer``
   (0-based) and ``explanation``; optionally ``why`` (one line of feedback per choice, in the
-  order of ``choices``) and ``kind`` (``"scenario"``: a rule to apply, or ``"recall"``).
+  order of ``choices``) and ``kind`` (``"scenario"``: a rule to apply, ``"recall"``, or
+  ``"transfer"``: a situation the lesson did not show, whose new parts a ``novel`` list names).
 - ``ui.toml``: flat ``key = "text"`` strings (dotted tables allowed), ``str.format``
   placeholders.
 
@@ -66,7 +67,7 @@ class Question:
     kind: str = ""  # one of QUESTION_KINDS, or "" when the bank does not say
 
 
-QUESTION_KINDS = ("scenario", "recall")
+QUESTION_KINDS = ("scenario", "recall", "transfer")
 
 
 def normalize_lang(lang: str | None) -> str:
