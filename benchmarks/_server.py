@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from triton_kitchen.server import EmbeddedServer, Endpoint
+from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.server import EmbeddedServer
 
 
 def add_server_args(ap: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import bench, bench_figures, protocols  # noqa: E402
+from triton_kitchen import bench, bench_figures, perf_analyzer, protocols  # noqa: E402
 
 MODELS = ("ensemble_pipeline", "image_classifier")
 CONCURRENCIES = (1, 4, 16)
@@ -252,10 +252,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             for p, c in cells:
                 try:
-                    check = bench.cross_check(
+                    check = perf_analyzer.cross_check(
                         endpoint, model, p, c, duration_s=args.check_duration, rounds=args.check_rounds
                     )
-                except bench.PerfAnalyzerError as exc:
+                except perf_analyzer.PerfAnalyzerError as exc:
                     check = {
                         "model": model,
                         "protocol": p,

@@ -540,7 +540,7 @@ def test_dead_remote_server_is_a_message(server, monkeypatch):
 
 
 def test_one_way_from_an_error_to_its_message():
-    """ui.errors.message_for: a KitchenError by its code, source-specific words first, legacy kinds, the
+    """ui.errors.message_for: a KitchenError by its code, source-specific words first, shared codes, the
     generic message last; today's texts of the flow and batching labs kept."""
     from triton_kitchen.batching import BatchingError
     from triton_kitchen.errors import KitchenError
@@ -556,10 +556,9 @@ def test_one_way_from_an_error_to_its_message():
     assert message_for(FlowError("no_control_api", "x"), "en").key == "error.flow_no_control_api"
     assert message_for(FlowError("not_ensemble", "x"), "en").key == "error.not_ensemble"
     assert message_for(BatchingError("bad", "bad_settings"), "en").key == "error.bad_settings"
-    legacy = ProtocolError("refused", "connection")
-    legacy.code = None  # a ProtocolError that has only its legacy kind
-    assert message_for(legacy, "en").key == "error.server_unreachable"
-    assert message_for(legacy, "en", remote=True).key == "error.server_unreachable_remote"
+    refused = ProtocolError("refused", "connection")
+    assert message_for(refused, "en").key == "error.server_unreachable"
+    assert message_for(refused, "en", remote=True).key == "error.server_unreachable_remote"
     assert message_for(KServeError("http", "HTTP 400"), "en").key == "error.server_error"
     assert message_for(KitchenError("no_such_code", "?"), "en").generic
     assert message_for(ValueError("bug"), "en").generic
@@ -604,11 +603,11 @@ def test_every_code_the_library_raises_has_its_own_message():
 def _run_button_page():
     import streamlit as st
 
-    from ui import state
+    from ui import server
 
     off = st.session_state.get("off", False)
     st.session_state["plain"] = st.button("plain", key="b1", disabled=off)
-    st.session_state["guarded"] = state.run_button("guarded", key="b2", disabled=off)
+    st.session_state["guarded"] = server.run_button("guarded", key="b2", disabled=off)
 
 
 def test_a_click_that_arrives_after_the_button_was_disabled_runs_nothing():
@@ -650,12 +649,12 @@ def test_an_unexpected_error_is_logged_with_its_traceback_not_shown(caplog):
 def _budget_page():
     import streamlit as st
 
-    from triton_kitchen.fairness import LAB_BUDGET
-    from ui import state
+    from triton_kitchen.budget import LAB_BUDGET
+    from ui import server
 
-    st.session_state["free"] = state.lab_run(1, lambda: 42)
+    st.session_state["free"] = server.lab_run(1, lambda: 42)
     with LAB_BUDGET.hold(LAB_BUDGET.total):
-        st.session_state["taken"] = state.lab_run(1, lambda: 43)
+        st.session_state["taken"] = server.lab_run(1, lambda: 43)
 
 
 def test_lab_run_returns_the_result_or_busy():

@@ -3,6 +3,7 @@ path it names exists."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -40,3 +41,21 @@ def test_every_path_it_names_exists():
         if not any(h in p for h in placeholders) and not any((base / p).exists() for base in bases)
     ]  # fmt: skip
     assert absent == [], f"ARCHITECTURE.md names paths that do not exist: {absent}"
+
+
+def _modules(*folders: str):
+    for folder in folders:
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_one_name_for_each_thing_no_module_getattr():
+    """A module-level ``__getattr__`` keeps an old name alive beside the new one: one import path per thing."""
+    found = [
+        str(path.relative_to(ROOT))
+        for path in _modules("triton_kitchen", "ui")
+        if any(
+            isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+            for node in ast.parse(path.read_text(encoding="utf-8")).body
+        )
+    ]
+    assert found == [], f"a module-level __getattr__ (an old name kept alive): {found}"

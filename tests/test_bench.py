@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from triton_kitchen import bench as B
+from triton_kitchen import perf_analyzer
 from triton_kitchen.__main__ import main
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.protocols import CountingProxy, make_caller, sample_inputs
-from triton_kitchen.server import Endpoint
 
 
 @pytest.fixture(scope="module")
@@ -324,11 +325,13 @@ def test_sweep_rows_as_csv(server):
 
 
 def test_perf_analyzer_input_data_is_length_prefixed_for_bytes():
-    data = B.perf_analyzer_input_data({"image_bytes": np.array([[b"abc"]], dtype=object)}, max_batch_size=8)
+    data = perf_analyzer.perf_analyzer_input_data(
+        {"image_bytes": np.array([[b"abc"]], dtype=object)}, max_batch_size=8
+    )
     import base64
 
     assert base64.b64decode(data["data"][0]["image_bytes"]["b64"]) == b"\x03\x00\x00\x00abc"
-    data = B.perf_analyzer_input_data({"x": np.ones((1, 2), np.float32)}, max_batch_size=8)
+    data = perf_analyzer.perf_analyzer_input_data({"x": np.ones((1, 2), np.float32)}, max_batch_size=8)
     assert base64.b64decode(data["data"][0]["x"]["b64"]) == np.ones(2, np.float32).tobytes()
 
 
@@ -338,14 +341,14 @@ def _spread(values: list[float]) -> float:
 
 @pytest.mark.timing
 def test_perf_analyzer_agrees_within_ten_percent(server):
-    if B.perf_analyzer_binary() is None:
+    if perf_analyzer.perf_analyzer_binary() is None:
         pytest.skip("perf_analyzer is not installed (tritonclient==2.51.0 ships it)")
     # The two engines alternate in short slices; up to three tries. A test cannot demand agreement
     # tighter than the machine repeats itself: on a shared, busy machine the tolerance widens to the
     # spread between each engine's own rounds (never beyond 50%); on a quiet one it is 10%.
     checks = []
     for _ in range(3):
-        check = B.cross_check(
+        check = perf_analyzer.cross_check(
             server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=2, rounds=2
         )
         checks.append(check)
@@ -366,12 +369,12 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
     for tool in ("engine", "perf_analyzer"):
         assert set(split[tool]) == {"queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms"}
         assert split[tool]["compute_infer_ms"] > 0, (tool, split)
-    with pytest.raises(B.PerfAnalyzerError):
-        B.run_perf_analyzer(server.endpoint, "ensemble_pipeline", "http-json", 1, {})
+    with pytest.raises(perf_analyzer.PerfAnalyzerError):
+        perf_analyzer.run_perf_analyzer(server.endpoint, "ensemble_pipeline", "http-json", 1, {})
 
 
 def test_cli_says_which_port_a_protocol_needs(server):
-    from triton_kitchen.bench import _url_hint
+    from triton_kitchen.cli import _url_hint
 
     assert _url_hint(server.http_url, "http-binary") is None
     assert _url_hint(server.grpc_url, "grpc") is None

@@ -56,15 +56,11 @@ def test_ctrl_c_stops_with_a_line_not_a_traceback(monkeypatch, capsys):
     assert err == "stopped (Ctrl-C)\n" and "Traceback" not in err
 
 
-def test_old_import_paths_keep_working():
-    from triton_kitchen import budget, fairness, perf_analyzer
-    from triton_kitchen.__main__ import main
-    from triton_kitchen.bench import PerfAnalyzerError, _url_hint, add_bench_parser, cross_check, run_bench  # noqa: F401
-    from triton_kitchen.cli_check import check_paths, run_check, run_dag  # noqa: F401
+def test_budget_and_perf_analyzer_errors_carry_their_codes():
+    from triton_kitchen import budget
     from triton_kitchen.errors import KitchenError
+    from triton_kitchen.perf_analyzer import PerfAnalyzerError
 
-    assert main is cli.main and _url_hint is cli._url_hint and cross_check is perf_analyzer.cross_check
-    assert fairness.BudgetBusy is budget.BudgetBusy and fairness.LAB_BUDGET is budget.LAB_BUDGET
     assert issubclass(PerfAnalyzerError, KitchenError) and issubclass(budget.BudgetBusy, KitchenError)
     busy = budget.BudgetBusy(wanted=2, used=8, total=8, runs=3)
     assert (busy.code, busy.used, busy.total, busy.runs) == ("lab_busy", 8, 8, 3) and "8/8" in busy.detail
@@ -74,5 +70,3 @@ def test_old_import_paths_keep_working():
         "perf_analyzer failed (exit 1)",
         "perf_analyzer failed (exit 1)",
     )
-    with pytest.raises(ImportError):  # the lazy re-export does not invent names
-        from triton_kitchen.bench import no_such_name  # noqa: F401

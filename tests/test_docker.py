@@ -14,7 +14,8 @@ import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen.server import DEFAULT_PORTS, RESTRICTED_HEADER, Endpoint
+from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
+from triton_kitchen.server import RESTRICTED_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.gpu.yml").read_text())

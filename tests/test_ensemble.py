@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen.cli_check import run_check, run_dag
+from triton_kitchen.cli import run_check, run_dag
 from triton_kitchen.config import load_repository
 from triton_kitchen.ensemble import (
     build_dag,

@@ -19,7 +19,7 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import batching, bench, fairness, lessons
+from triton_kitchen import batching, bench, budget, lessons
 from triton_kitchen.batching import BatchingError
 from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, free_port
 
@@ -328,20 +328,20 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
 
 
 def test_lab_budget_is_shared_and_says_busy():
-    budget = fairness.WorkerBudget(8)
-    assert budget.cost(16) == 8 and budget.cost(4) == 4
-    with budget.hold(6):
-        with budget.hold(2):
-            assert budget.used == 8
+    pool = budget.WorkerBudget(8)
+    assert pool.cost(16) == 8 and pool.cost(4) == 4
+    with pool.hold(6):
+        with pool.hold(2):
+            assert pool.used == 8
         t0 = time.monotonic()
-        with pytest.raises(fairness.BudgetBusy) as info:
-            with budget.hold(4, wait_s=0.2):
+        with pytest.raises(budget.BudgetBusy) as info:
+            with pool.hold(4, wait_s=0.2):
                 pass
         assert time.monotonic() - t0 < 1.0
         assert info.value.used == 6 and info.value.total == 8 and info.value.runs == 1
-    with budget.hold(16):  # more than the budget: runs alone
-        assert budget.used == 8
-    assert budget.used == 0 and budget.runs == 0
+    with pool.hold(16):  # more than the budget: runs alone
+        assert pool.used == 8
+    assert pool.used == 0 and pool.runs == 0
 
 
 def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
@@ -352,12 +352,10 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     switch_page(at, "views/lab_protocols.py")
     at.run()
     at.text_input(key="proto_other").set_value("classifier").run()
-    with fairness.LAB_BUDGET.hold(fairness.LAB_BUDGET.total):  # another student's run holds it all
+    with budget.LAB_BUDGET.hold(budget.LAB_BUDGET.total):  # another student's run holds it all
         at.button(key="proto_load_run").click().run()
     assert not at.exception
-    busy = lessons.t(
-        "lab.busy", "en", used=fairness.LAB_BUDGET.total, total=fairness.LAB_BUDGET.total, runs=1
-    )
+    busy = lessons.t("lab.busy", "en", used=budget.LAB_BUDGET.total, total=budget.LAB_BUDGET.total, runs=1)
     assert any(w.value == busy for w in at.warning), [w.value for w in at.warning]
     assert not at.session_state["proto_load"]
 

@@ -7,7 +7,7 @@ Conventions a lesson follows (both languages, same fences in the same order):
   ```` ```text ```` ...). A second word marks the block's role; Streamlit highlights by the first word.
 - ```` ```pbtxt ````: a whole ``config.pbtxt``. It is checked as if it replaced the model named by its
   ``name:`` in ``model_repository/``, by the ch2 editor's checker (``repository.check_ensemble_text``) and by
-  ``python -m triton_kitchen check`` (``cli_check.check_paths`` on a repository where only that file
+  ``python -m triton_kitchen check`` (``triton_kitchen.cli.check_paths`` on a repository where only that file
   differs). Both must find no error.
 - ```` ```pbtxt mistake ````: a config that is wrong on purpose. Both checkers must report an error, and the
   lesson names it: the first italic quotation *"…"* after the block, in the same section, must be part of
@@ -41,11 +41,12 @@ from conftest import settled
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2, service_pb2
 
-from triton_kitchen import cli_check, config, ensemble
+from triton_kitchen import config, ensemble
 from triton_kitchen import lessons as L
 from triton_kitchen import repository as repo
 from triton_kitchen import requests_view as rv
-from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
+from triton_kitchen.cli import check_paths
+from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
 
 REPO = repo.DEFAULT_REPOSITORY
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -126,7 +127,7 @@ def _checker_problems(code: str, tmp_path: Path) -> tuple[list, list]:
     if not (copy / name).exists():  # a model the repository does not have
         (copy / name / "1").mkdir(parents=True)
     (copy / name / "config.pbtxt").write_text(code, encoding="utf-8")
-    cli = [p for p in cli_check.check_paths([str(copy / name)]) if p.severity == "error"]
+    cli = [p for p in check_paths([str(copy / name)]) if p.severity == "error"]
     return editor, cli
 
 
@@ -383,7 +384,7 @@ def test_figures_chapter1(lang):
     )
     assert abridged in text
     assert all((REPO / name / "config.pbtxt").is_file() for name in listed)
-    from triton_kitchen.server import DEFAULT_PORTS
+    from triton_kitchen.endpoint import DEFAULT_PORTS
 
     for port in DEFAULT_PORTS.values():
         assert str(port) in text

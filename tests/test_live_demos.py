@@ -7,7 +7,7 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import experiments, lessons, mistakes
+from triton_kitchen import experiments, kserve, lessons, mistakes
 from triton_kitchen import repository as repo
 from triton_kitchen.config import parse_config
 from triton_kitchen.demo import speed_outcome
@@ -133,7 +133,7 @@ def test_a_server_without_control_api_is_named_as_such(server):
     """Remote mode: the batching lab's reload and the flow lab's edited config need the repository API;
     a server that refuses it (here: the session's, without its key) gets its own code, not "load failed"."""
     from triton_kitchen import batching, flow
-    from triton_kitchen.server import Endpoint
+    from triton_kitchen.endpoint import Endpoint
 
     remote = Endpoint.remote(server.http_url, server.grpc_url)
     with pytest.raises(batching.BatchingError) as err:
@@ -146,4 +146,4 @@ def test_a_server_without_control_api_is_named_as_such(server):
     for lang in ("zh", "en"):
         assert lessons.t("error.batching_no_control_api", lang) != "error.batching_no_control_api"
         assert lessons.t("error.flow_no_control_api", lang) != "error.flow_no_control_api"
-    assert not repo.control_api_refused("in ensemble E, input X in model M is not mapped")
+    assert not kserve.control_api_refused("in ensemble E, input X in model M is not mapped")

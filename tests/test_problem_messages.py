@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import diagram, lessons
 from triton_kitchen import repository as repo
-from triton_kitchen.cli_check import run_check
+from triton_kitchen.cli import run_check
 from triton_kitchen.config import ConfigError, load_repository, parse_config
 from triton_kitchen.ensemble import (
     build_dag,
@@ -243,7 +243,7 @@ def test_colour_names_match_the_fills():
 def test_caption_takes_its_colours_from_the_diagram(lang):
     template = lessons.ui_strings(lang)["ch2.dag_caption"]
     assert {"input", "step", "output", "stuck"} <= lessons.placeholders(template)
-    words = {w for table in diagram.LABELS.values() for w in (table[c] for c in diagram.COLOR_NAMES.values())}
+    words = {w for lg in lessons.LANGS for w in diagram.colour_words(lg).values()}
     words |= {"yellow", "黄色"}
     assert not any(w in template for w in words), template  # no colour written by hand
     shown = lessons.t("ch2.dag_caption", lang, **diagram.colour_words(lang))

@@ -11,8 +11,9 @@ import pytest
 
 from triton_kitchen import catalog
 from triton_kitchen import repository as repo
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.ensemble import Problem
-from triton_kitchen.server import Endpoint, free_port
+from triton_kitchen.server import free_port
 
 EXPECTED = {
     "preprocess",

@@ -8,23 +8,24 @@ import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 
-from triton_kitchen import demo
+from triton_kitchen import demo, samples
 from triton_kitchen import requests_view as rv
+from triton_kitchen.protocols import streaming
 
 FP32_BYTES = 1 * 3 * 224 * 224 * 4
 
 
 @pytest.fixture(scope="module")
 def coffee() -> bytes:
-    return demo.sample_jpeg("coffee")
+    return samples.sample_jpeg("coffee")
 
 
 def test_sample_photos_are_jpegs():
-    for name in demo.SAMPLE_PHOTOS:
-        data = demo.sample_jpeg(name)
+    for name in samples.SAMPLE_PHOTOS:
+        data = samples.sample_jpeg(name)
         assert data[:3] == b"\xff\xd8\xff" and len(data) > 5000
     with pytest.raises(ValueError):
-        demo.sample_jpeg("../etc/passwd")
+        samples.sample_jpeg("../etc/passwd")
 
 
 def test_request_inputs(coffee):
@@ -115,8 +116,8 @@ def test_tutorial_client_runs(server, coffee, protocol):
 def test_streaming_grpc_and_sse(server):
     text = "one two three four"
     # 100 ms between words: a client starved of the CPU for a while still sees them spread (not in one piece)
-    grpc = demo.stream_grpc(server.endpoint, text, delay_ms=100)
-    sse = demo.stream_sse(server.endpoint, text, delay_ms=100)
+    grpc = streaming.stream_grpc(server.endpoint, text, delay_ms=100)
+    sse = streaming.stream_sse(server.endpoint, text, delay_ms=100)
     for run in (grpc, sse):
         assert not run.error, run.error
         assert "".join(run.tokens).split() == text.split()

@@ -17,12 +17,12 @@ import psutil
 import pytest
 
 from triton_kitchen import kserve, metrics
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.errors import KitchenError
 from triton_kitchen.server import (
     REPO_ROOT,
     RUN_OWNER,
     EmbeddedServer,
-    Endpoint,
     ServerStartError,
     probe_kserve,
     prune_run_dirs,

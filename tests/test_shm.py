@@ -135,7 +135,7 @@ def test_a_region_a_timed_out_request_still_uses_is_let_go_when_the_server_is_do
         try:
             caller.call(timeout_s=0.05)
         except ProtocolError as exc:
-            assert exc.kind == "timeout"
+            assert exc.code == "timeout"
             caller.close()
             break
         caller.close()

@@ -14,6 +14,7 @@ from triton_kitchen import clients, trace
 from triton_kitchen.ensemble import build_dag
 from triton_kitchen.flow import RECORDED_TRACE, step_models
 from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen.trace.capture import _find_new, _signatures
 
 ORDER = [
     trace.REQUEST_START,
@@ -67,11 +68,11 @@ def test_a_rewritten_trace_file_counts_as_new(tmp_path):
     (model, records), *_ = recorded_records()
     base = tmp_path / "trace.json"
     (tmp_path / "trace.json.0").write_text(json.dumps(records))
-    known = trace._signatures(base)
+    known = _signatures(base)
     t0, t1 = 0, 2**63
-    assert trace._find_new(base, known, model, t0, t1) == []
+    assert _find_new(base, known, model, t0, t1) == []
     (tmp_path / "trace.json.0").write_text(json.dumps(records) + " ")  # the next server's first trace
-    found = trace._find_new(base, known, model, t0, t1)
+    found = _find_new(base, known, model, t0, t1)
     assert [tl.model for tl in found] == [model]
 
 
@@ -199,8 +200,8 @@ def test_statistics_timeline_lays_branches_side_by_side():
 
 
 def test_trace_targets_are_endpoints_or_addresses():
+    from triton_kitchen.endpoint import Endpoint
     from triton_kitchen.errors import KitchenError
-    from triton_kitchen.server import Endpoint
 
     ep = Endpoint(http_url="127.0.0.1:1", grpc_url="127.0.0.1:2")
     assert trace.as_target(ep) is ep and trace.as_target("127.0.0.1:8123") == "127.0.0.1:8123"

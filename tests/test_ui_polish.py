@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from triton_kitchen import batching as Bt
 from triton_kitchen import bench, flow, lessons
-from triton_kitchen.server import DEFAULT_PORTS
+from triton_kitchen.endpoint import DEFAULT_PORTS
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

@@ -18,7 +18,6 @@ NVIDIA's C++ ``perf_analyzer``; :mod:`triton_kitchen.cli` holds the ``bench`` su
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import threading
 import time
@@ -572,29 +571,3 @@ def sweep(
             )
         )
     return results
-
-
-# The perf_analyzer half and the CLI moved out; ``from triton_kitchen.bench import X`` keeps working for them,
-# resolved on first use (both modules import this one, so importing them here would be circular).
-_MOVED = {
-    **dict.fromkeys(
-        (
-            "PerfAnalyzerError",
-            "PerfAnalyzerResult",
-            "perf_analyzer_binary",
-            "perf_analyzer_env",
-            "perf_analyzer_input_data",
-            "_shape_flags",
-            "run_perf_analyzer",
-            "cross_check",
-        ),
-        "triton_kitchen.perf_analyzer",
-    ),
-    **dict.fromkeys(("add_bench_parser", "cmd_bench", "_url_hint"), "triton_kitchen.cli"),
-}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

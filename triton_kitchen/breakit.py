@@ -109,8 +109,7 @@ def _exc_text(exc: Exception) -> str:
 def _big_request(batch: int = BIG_BATCH):
     from tritonclient.grpc import service_pb2
 
-    from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
-    from triton_kitchen.samples import image_tensor
+    from triton_kitchen.samples import SAMPLE_PHOTOS, image_tensor, sample_jpeg
 
     x = np.repeat(image_tensor(sample_jpeg(SAMPLE_PHOTOS[0])), batch, axis=0).astype(np.float32)
     req = service_pb2.ModelInferRequest(model_name=HFLIP)
@@ -259,8 +258,7 @@ def bytes_nul(endpoint: Endpoint) -> CaseResult:
 # -- a model that is not loaded --------------------------------------------------------------------------
 def _infer(endpoint: Endpoint, protocol: str, model: str, version: str = "") -> Attempt:
     from triton_kitchen import clients
-    from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
-    from triton_kitchen.samples import image_tensor
+    from triton_kitchen.samples import SAMPLE_PHOTOS, image_tensor, sample_jpeg
 
     x = image_tensor(sample_jpeg(SAMPLE_PHOTOS[0]))
     kind = f"{protocol}_{'version' if version else 'name'}"

@@ -83,7 +83,7 @@ def _report(args: argparse.Namespace) -> InsideReport:
         try:
             info = model_info(endpoint, args.model, wire, timeout=args.timeout)
         except ProtocolError as exc:
-            if exc.kind in ("connection", "timeout"):
+            if exc.code in ("connection", "timeout"):
                 raise InsideError("no_server", f"no Triton server answers at {address} ({exc})") from exc
             triton = re.sub(r"^.*?HTTP \d+: ", "", str(exc))
             raise InsideError(

@@ -13,28 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from triton_kitchen.endpoint import Endpoint
-
-# the sample photos and labels moved to samples.py; the old names stay importable from here
-from triton_kitchen.samples import (  # noqa: F401
-    LABELS_FILE,
-    SAMPLE_PHOTOS,
-    image_tensor,
-    imagenet_labels,
-    sample_jpeg,
-)
-
-# Streaming moved to triton_kitchen.protocols.streaming; these old names are imported from there on first
-# use, so chapter 7's page does not load the protocol clients it never calls.
-_STREAMING_NAMES = ("STREAM_MODEL", "StreamRun", "stream_grpc", "stream_sse")
-
-
-def __getattr__(name: str):
-    if name in _STREAMING_NAMES:
-        from triton_kitchen.protocols import streaming
-
-        return getattr(streaming, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from triton_kitchen.samples import image_tensor, imagenet_labels
 
 # -- the tutorial's client ---------------------------------------------------------------------
 MISTAKES = ("none", "tensor_name", "dtype", "shape", "dead_server")

@@ -75,17 +75,6 @@ def _word(lang: str, key: str, **args) -> str:
     return lessons.t("diagram." + key, lang, **args)
 
 
-def __getattr__(name: str):
-    # LABELS, the words table this module used to hold, for callers that still read it
-    if name == "LABELS":
-        tables = {lang: lessons.ui_strings(lang) for lang in lessons.LANGS}
-        return {
-            lang: {k.removeprefix("diagram."): v for k, v in table.items() if k.startswith("diagram.")}
-            for lang, table in tables.items()
-        }
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def short_type(data_type: str | None) -> str:
     """``FP32`` for ``TYPE_FP32``; ``?`` when unknown."""
     return short_name(data_type)

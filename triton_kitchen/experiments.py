@@ -263,9 +263,6 @@ def branch_overlap(tl: trace.RequestTimeline, branches=TTA_BRANCHES) -> tuple[fl
     return inflight / 1e6, compute / 1e6
 
 
-traced_call = trace.traced_call  # moved to trace.capture; this name stays importable
-
-
 def parallel_branches(
     endpoint: Endpoint, image: bytes | None = None, repeats: int = 3, budget_s: float = 20.0
 ) -> ParallelResult:
@@ -280,7 +277,7 @@ def parallel_branches(
     seq = {m: Caller(endpoint, "grpc", m, {}) for m in set(models)}
     try:
         for _ in range(repeats):
-            _, tl = traced_call(endpoint, PARALLEL_MODEL, arrays)
+            _, tl = trace.traced_call(endpoint, PARALLEL_MODEL, arrays)
             trace.assign_steps(tl, models, preds)
             res.timelines.append(tl)
             res.ensemble_ms.append(tl.server_ms)
@@ -470,7 +467,7 @@ def batching_queue(
         alone = []
         for _ in range(repeats):
             time.sleep(0.05)  # let the instance finish the previous execution: "alone" means idle
-            _, tl = traced_call(endpoint, model, {"input": x})
+            _, tl = trace.traced_call(endpoint, model, {"input": x})
             alone.append(_queue_ms(tl))
         callers = [Caller(endpoint, "grpc", model, {"input": x}) for _ in range(burst)]
         try:

@@ -35,9 +35,10 @@ from triton_kitchen.config import (
     read_config_file,
     read_model_dir,
 )
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.ensemble import Msg, Problem, autofill
 from triton_kitchen.errors import KitchenError
-from triton_kitchen.server import DEFAULT_REPOSITORY, REPO_ROOT, Endpoint
+from triton_kitchen.server import DEFAULT_REPOSITORY, REPO_ROOT
 from triton_kitchen.tensors import short_name
 
 MAX_CONFIG_BYTES = 256 * 1024
@@ -81,11 +82,6 @@ class ServerStatus:
 
 
 # -- the server ------------------------------------------------------------------------------
-def probe_live(http_url: str, timeout: float = 1.0) -> bool:
-    """True when a KServe-v2 server answers ``/v2/health/live`` (:func:`kserve.live`, the app's one probe)."""
-    return kserve.live(http_url, timeout)
-
-
 def server_status(
     endpoint: Endpoint, timeout: float = 1.5, known_models: list[str] | tuple[str, ...] | None = None
 ) -> ServerStatus:
@@ -424,6 +420,3 @@ def intermediate_memory(
             }
         )
     return rows
-
-
-control_api_refused = kserve.control_api_refused  # its old home; the words live in kserve

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from triton_kitchen import kserve
-from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port  # noqa: F401 - re-exported
+from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
 from triton_kitchen.errors import KitchenError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from fractions import Fraction
 import streamlit as st
 
 from triton_kitchen import calibration, catalog, sim_figures, simulator
-from ui import boxes, errors, state
+from ui import boxes, errors, server
 from ui.i18n import lang, t
 
 ILLUSTRATIVE = simulator.ServiceModel(
@@ -54,16 +54,16 @@ def _service() -> tuple[simulator.ServiceModel, bool]:
 
 
 def _calibrate_button() -> None:
-    ep = state.endpoint()
-    if not state.run_button(t("toy.calibrate"), key="toy_calibrate", disabled=ep is None):
+    ep = server.endpoint()
+    if not server.run_button(t("toy.calibrate"), key="toy_calibrate", disabled=ep is None):
         return
     with st.spinner(t("toy.calibrating")):
         try:
-            cal = state.lab_run(1, lambda: calibration.calibrate(ep, catalog.CLASSIFIER))
+            cal = server.lab_run(1, lambda: calibration.calibrate(ep, catalog.CLASSIFIER))
         except Exception as exc:  # noqa: BLE001 - a dead server or a refused model: a message, the toy keeps working
             errors.show_error(exc)
             return
-    if cal is not state.BUSY:
+    if cal is not server.BUSY:
         st.session_state[CALIBRATION] = cal
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from triton_kitchen import batching, metrics, sim_figures
 from triton_kitchen.endpoint import Endpoint
-from ui import errors, state, tables
+from ui import errors, server, tables
 from ui.i18n import lang, t
 
 LOAD_KEY = "batch_offered_load"
@@ -124,14 +124,14 @@ def offered_load_section(
     if st.button(t("why.load_run", rates=", ".join(f"{r:g}" for r in rates)), key="why_load_run"):
         bar = st.progress(0.0)
         stop = threading.Event()
-        watch = state.server_watch(stop)
+        watch = server.server_watch(stop)
 
         def progress(i: int, n: int, p) -> None:
             watch()
             bar.progress(min(1.0, (i + p.fraction) / n), text=t("why.load_progress", i=i + 1, n=n))
 
         try:
-            points = state.lab_run(
+            points = server.lab_run(
                 16,
                 lambda: batching.offered_load(
                     ep,
@@ -143,7 +143,7 @@ def offered_load_section(
                     calibration=cal,
                 ),
             )
-            if points is not state.BUSY:
+            if points is not server.BUSY:
                 st.session_state[LOAD_KEY] = points
         except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
             errors.show_error(exc)

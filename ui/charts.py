@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui.state import t
+from ui.i18n import t
 
 
 def token_arrivals(

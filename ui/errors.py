@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 GENERIC = "unexpected"
 # Codes that are a limit of the server chosen, not a failure: a warning, not an error box.
 WARNING_CODES = frozenset({"no_control_api", "metrics_unreachable"})
-# Library codes that share a message with another code (kserve's and the protocol lab's legacy kinds).
+# Library codes that share a message with another code (kserve's and the protocols' connection and HTTP codes).
 ALIASES = {
     "connection": "server_unreachable",
     "server": "server_error",
@@ -31,14 +31,12 @@ ALIASES = {
 
 
 def error_code_of(exc_or_code: Exception | str) -> str:
-    """The error's code: a KitchenError's ``code``, a legacy ``kind`` (ProtocolError), or one derived from
-    the exception's type (tritonclient, a failed start, a broken connection); "unexpected" otherwise."""
+    """The error's code: a KitchenError's ``code``, or one derived from the exception's type (tritonclient, a failed start, a broken connection); "unexpected" otherwise."""
     if isinstance(exc_or_code, str):
         return exc_or_code
-    for attribute in ("code", "kind"):
-        code = getattr(exc_or_code, attribute, None)
-        if isinstance(code, str) and code and code != "error":
-            return ALIASES.get(code, code)
+    code = getattr(exc_or_code, "code", None)
+    if isinstance(code, str) and code and code != "error":
+        return ALIASES.get(code, code)
     if isinstance(exc_or_code, ServerStartError):
         return "server_start"
     try:

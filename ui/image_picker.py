@@ -8,7 +8,7 @@ import streamlit as st
 from triton_kitchen.classify import Classification
 from triton_kitchen.imaging import MAX_BYTES
 from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
-from ui.state import protocol_label, t
+from ui.i18n import protocol_label, t
 
 SOURCES = ("sample", "upload", "camera")
 UPLOAD_TYPES = ["jpg", "jpeg", "png", "gif", "bmp", "tif", "tiff", "webp", "ppm"]
@@ -47,9 +47,9 @@ def pick_image(key: str, preview: bool = True) -> bytes | None:
         upload = st.file_uploader(t("image.upload"), type=UPLOAD_TYPES, key=f"{key}_upload")
         if upload is not None:
             if upload.size > MAX_BYTES:
-                from ui.state import show_error
+                from ui.errors import show_error
 
-                show_error("too_large", f"{upload.size} bytes > {MAX_BYTES}")
+                show_error("too_large", detail=f"{upload.size} bytes > {MAX_BYTES}")
                 return None
             data = upload.getvalue()
     else:

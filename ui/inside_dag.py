@@ -10,9 +10,9 @@ import streamlit as st
 
 from triton_kitchen import catalog, inside, inside_dag, lessons
 from triton_kitchen.ensemble import Dag
-from ui import present, state
+from ui import errors, i18n, present, server
+from ui.i18n import t
 from ui.lesson import lazy_box
-from ui.state import t
 
 HISTORY = 20  # reports kept per model and set of outputs
 SEND_N = 5
@@ -25,7 +25,7 @@ def _dag(model: str, stamp: tuple) -> Dag:
 
 def _labeller(prefix: str):
     """A widget's format_func fixed to this run's language (AppTest calls it outside the run)."""
-    language = state.lang()
+    language = i18n.lang()
     return lambda option: lessons.t(prefix + option, language)
 
 
@@ -65,7 +65,7 @@ def inside_view(
     if protocol is None:
         protocol = c2.radio(
             t("inside.protocol"), ["grpc", "http"], horizontal=True, key=f"{key}_proto", persist_state="session",
-            format_func=state.protocol_labeller(),
+            format_func=i18n.protocol_labeller(),
         )  # fmt: skip
     colour_by = c3.radio(
         t("inside.overlay"), ["off", *inside_dag.COLOUR_BY], horizontal=True, key=f"{key}_colour", persist_state="session",
@@ -78,17 +78,17 @@ def inside_view(
     )
     if len(sources) == 1:
         st.caption(t("inside.input_bytes_only", model=model))
-    ep = state.endpoint()
+    ep = server.endpoint()
     if image is None:
-        from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
+        from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
 
         image = sample_jpeg(SAMPLE_PHOTOS[0])
     payload = inside_dag.NOT_AN_IMAGE if source == "text" else image
     b1, b2 = st.columns(2)
-    one = state.run_button(
+    one = server.run_button(
         t("inside.send"), where=b1, key=f"{key}_send", type="primary", disabled=ep is None or payload is None
     )
-    many = state.run_button(
+    many = server.run_button(
         t("inside.send_n", n=SEND_N), where=b2, key=f"{key}_send_n", disabled=ep is None or payload is None
     )
     if ep is None:
@@ -101,19 +101,19 @@ def inside_view(
                 try:
                     report = inside_dag.probe(ep, model, payload, asked, protocol, dag)
                 except inside.InsideError as exc:
-                    state.show_error(exc)
+                    errors.show_error(exc)
                     break
                 history.append(report)
                 del history[:-HISTORY]
     report = history[-1] if history else None
     if report is None:
-        present.graphviz_chart(inside_dag.dot(dag, state.lang(), outputs or None))
+        present.graphviz_chart(inside_dag.dot(dag, i18n.lang(), outputs or None))
         st.caption(t("inside.predicted"))
         return
     recent = [r for r in history[-window:] if r.ok] or [report]
     times = inside_dag.step_times(recent if report.ok else [report])
     colour = None if colour_by == "off" else colour_by
-    present.graphviz_chart(inside_dag.dot(dag, state.lang(), outputs, report, times, colour))
+    present.graphviz_chart(inside_dag.dot(dag, i18n.lang(), outputs, report, times, colour))
     _explain(dag, asked, report, times, colour, len(recent) if report.ok else 1, f"{key}_notes_{model}")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import streamlit as st
 
-from ui import errors, state
+from ui import errors, server
 from ui.i18n import t
 
 
@@ -72,15 +72,15 @@ def measure(
     lock(key)
     st.session_state.pop(done_key, None)
     stop = threading.Event()
-    watch = state.server_watch(stop)
+    watch = server.server_watch(stop)
     try:
         with st.spinner(running):
-            result = state.lab_run(workers, lambda: fn(stop, watch))
-        if result is not state.BUSY:
+            result = server.lab_run(workers, lambda: fn(stop, watch))
+        if result is not server.BUSY:
             st.session_state[done_key] = result
     except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
         errors.show_error(exc)
-    state.say_if_stopped_by_death()
+    server.say_if_stopped_by_death()
 
 
 def reveal(key: str, options: dict[str, str], outcome: str, detail: str = "") -> bool | None:

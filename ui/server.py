@@ -17,9 +17,9 @@ from typing import Any
 import streamlit as st
 
 from triton_kitchen import kserve
-from triton_kitchen.endpoint import with_port
+from triton_kitchen.endpoint import Endpoint, with_port
 from triton_kitchen.repository import ServerStatus, server_status
-from triton_kitchen.server import EmbeddedServer, Endpoint
+from triton_kitchen.server import EmbeddedServer
 from triton_kitchen.supervisor import RESTART_TIMEOUT_S, ServerSupervisor
 from ui.errors import show_error
 from ui.i18n import t
@@ -298,9 +298,9 @@ BUSY = Busy()
 
 def lab_run(workers: int, fn: Callable[[], Any]) -> Any:
     """``fn()`` (a load, a sweep, a cross-check) run holding ``workers`` of the app-wide lab budget
-    (triton_kitchen.fairness), so one student's lab cannot starve the class; returns what ``fn`` returned.
+    (triton_kitchen.budget), so one student's lab cannot starve the class; returns what ``fn`` returned.
     When the budget is taken the page says so at once (translated) and :data:`BUSY` is returned."""
-    from triton_kitchen.fairness import LAB_BUDGET, BudgetBusy
+    from triton_kitchen.budget import LAB_BUDGET, BudgetBusy
 
     try:
         with LAB_BUDGET.hold(workers, wait_s=1.0):

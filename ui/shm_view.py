@@ -8,8 +8,8 @@ import streamlit as st
 
 from triton_kitchen import requests_view as rv
 from triton_kitchen.protocols import ProtocolError
-from ui import state, tables
-from ui.state import t
+from ui import errors, server, tables
+from ui.i18n import t
 
 
 def shm_viewer(model: str, image: bytes, protocol: str, key: str) -> None:
@@ -18,7 +18,7 @@ def shm_viewer(model: str, image: bytes, protocol: str, key: str) -> None:
     with st.container(border=True):
         st.markdown(f"**{t('shm_view.title')}**")
         st.caption(t("shm_view.intro"))
-        ep = state.endpoint()
+        ep = server.endpoint()
         local = ep is not None and ep.embedded
         if not local:
             st.caption(t("shm_view.local_only"))
@@ -26,7 +26,7 @@ def shm_viewer(model: str, image: bytes, protocol: str, key: str) -> None:
             try:
                 st.session_state[f"{key}_shm_view"] = rv.shm_request(ep, model, image, protocol)
             except ProtocolError as exc:
-                state.show_error(exc)
+                errors.show_error(exc)
         view: rv.ShmRequestView | None = st.session_state.get(f"{key}_shm_view")
         if view is None or view.protocol != protocol:
             return

@@ -8,8 +8,8 @@ import numpy as np
 import streamlit as st
 
 from triton_kitchen import inside, inside_dag, peek
-from ui import errors, state
-from ui.state import t
+from ui import errors, server
+from ui.i18n import t
 
 PER_ROW = 5
 
@@ -21,16 +21,16 @@ def peek_view(model: str, key: str, image: bytes | None, protocol: str = "grpc",
         st.markdown(f"**{t('peek.title')}**")
     st.caption(t("peek.intro"))
     dag = inside_dag.repository_dag(model)
-    ep = state.endpoint()
+    ep = server.endpoint()
     if not inside_dag.takes_bytes(dag):
         st.caption(t("peek.bytes_only", model=model))
-    if state.run_button(t("peek.send"), key=f"{key}_peek", disabled=ep is None or image is None):
+    if server.run_button(t("peek.send"), key=f"{key}_peek", disabled=ep is None or image is None):
         with st.spinner(t("peek.sending")):
             try:
                 arrays = inside_dag.input_arrays(dag, image)
                 st.session_state[f"{key}_peek_{model}"] = peek.peek(ep, model, arrays, protocol)
             except (peek.PeekError, inside.InsideError) as exc:
-                state.show_error(exc)
+                errors.show_error(exc)
     found: peek.Peek | None = st.session_state.get(f"{key}_peek_{model}")
     if found is None:
         return

@@ -8,9 +8,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import kserve, metrics_burst, model_control, wire_limits
-from ui import errors, predict, state, tables
+from ui import errors, predict, server, tables
+from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson
-from ui.state import t
 
 
 def _measure(key: str, workers: int, fn, done_key: str) -> None:
@@ -77,9 +77,9 @@ def _timeline(result: model_control.ControlResult) -> None:
 
 
 def model_control_demo() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     if not ep.headers:  # a remote server: its repository API is not ours to reload models through
         st.info(t("lab_batching.remote_note"))
@@ -128,9 +128,9 @@ def model_control_demo() -> None:
 
 # -- metrics ---------------------------------------------------------------------------------------------------
 def metrics_demo() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     n = st.slider(t("ch10.met_n"), 2, 16, 8, key="ch10_met_n", persist_state="session")
     options = predict.choices("ch10.met", ("both_n", "fewer_exec"), n=n)
@@ -160,9 +160,9 @@ def metrics_demo() -> None:
 
 # -- wire limits -----------------------------------------------------------------------------------------------
 def wire_demo() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     batch = st.slider(
         t("ch10.wire_batch"), 1, wire_limits.MAX_BATCH, 7, key="ch10_wire_batch", persist_state="session"

@@ -7,10 +7,10 @@ import streamlit as st
 from triton_kitchen import catalog, experiments, repository
 from triton_kitchen.classify import ClassifyError, client_code
 from triton_kitchen.config import ModelEntry
-from ui import batching_toy, boxes, predict, state
+from ui import batching_toy, boxes, errors, i18n, predict, server
+from ui.i18n import t
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
-from ui.state import t
 
 
 def _columns(rows: list[dict], prefix: str) -> list[dict]:
@@ -24,12 +24,12 @@ def _model_details(
     if backend:
         st.info(t("repo.autofill", backend=backend, files=repository.version_files(entry)), icon="🪄")
         return
-    if missing := repository.missing_config_text(entry, state.lang()):
+    if missing := repository.missing_config_text(entry, i18n.lang()):
         st.error(missing, icon="📄")
         return
     if entry.error:
         code = "config_too_large" if entry.error.code == "too_large" else "bad_config"
-        state.show_error(code, repository.error_text(entry))
+        errors.show_error(code, detail=repository.error_text(entry))
         st.code(entry.text, language="protobuf", line_numbers=True)
         return
     cfg = entry.config
@@ -72,7 +72,7 @@ def _model_details(
     if tab_file.open:
         tab_file.code(entry.text, language="protobuf", line_numbers=True)
     if tab_loaded.open:
-        ep = state.endpoint()
+        ep = server.endpoint()
         if ep is None or model_state is None or not model_state.ready:
             tab_loaded.caption(t("repo.not_loaded"))
         else:
@@ -91,15 +91,15 @@ def order_a_meal() -> None:
         protocol = st.radio(
             t("classify.protocol"),
             ["grpc", "http"],
-            format_func=state.protocol_labeller(),
+            format_func=i18n.protocol_labeller(),
             horizontal=True,
             key="ch1_protocol",
             persist_state="session",
         )
-        ep = state.endpoint()
+        ep = server.endpoint()
         options = {k: t(f"ch1.count_{k}") for k in ("one", "three", "four")}
         predict.ask("ch1_count", t("ch1.count_predict"), options)
-        clicked = state.run_button(
+        clicked = server.run_button(
             t("classify.button"), key="ch1_classify", type="primary", disabled=image is None or ep is None
         )
     with right:
@@ -113,7 +113,7 @@ def order_a_meal() -> None:
                 st.session_state["ch1_result"] = (hash(image), meal)
             except ClassifyError as exc:
                 st.session_state.pop("ch1_result", None)
-                state.show_error(exc)
+                errors.show_error(exc)
         kept = st.session_state.get("ch1_result")
         if kept is not None and image is not None and kept[0] == hash(image):
             meal = kept[1]
@@ -131,13 +131,13 @@ def order_a_meal() -> None:
 
 def repository_browser() -> None:
     st.subheader(t("repo.title"))
-    status = state.status()
+    status = server.status()
     entries = list(catalog.models().values())
     st.caption(t("repo.path", path=str(repository.DEFAULT_REPOSITORY.name) + "/"))
     rows = repository.summary_rows(entries, status)
     st.dataframe(_columns(rows, "repo.col"), hide_index=True, width="stretch")
     names = [e.name for e in entries]
-    current = state.selected_model()
+    current = i18n.selected_model()
     chosen = st.selectbox(
         t("repo.pick"),
         names,
@@ -147,7 +147,7 @@ def repository_browser() -> None:
         placeholder=t("widget.choose"),
     )
     if chosen != current:
-        state.set_selected_model(chosen)
+        i18n.set_selected_model(chosen)
     _model_details(entries[names.index(chosen)], status)
 
 
@@ -169,7 +169,7 @@ def other_repository() -> None:
             try:
                 entries += repository.open_repository(path.strip())  # only folders under repository_root()
             except repository.RepositoryError as exc:
-                state.show_error(exc)
+                errors.show_error(exc)
         if uploads:
             entries += repository.parse_uploaded_configs([(u.name, u.getvalue()) for u in uploads])
         if not entries:

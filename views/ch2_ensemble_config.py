@@ -6,10 +6,10 @@ import streamlit as st
 
 from triton_kitchen import diagram, mistakes
 from triton_kitchen import repository as repo
-from ui import boxes, predict, present, state
+from ui import boxes, i18n, predict, present
+from ui.i18n import t
 from ui.inside_dag import inside_view
 from ui.lesson import lazy_box, render_lesson
-from ui.state import t
 
 MODEL = "image_classifier"
 KEY = "ch2_text"
@@ -47,7 +47,7 @@ def editor() -> None:
         b1.button(t("ch2.reset"), key="ch2_reset", icon="↩️", on_click=_set_text, args=(_original(),))
         b2.button(t("ch2.try_swap"), key="ch2_swap", icon="🔀", help=t("ch2.try_swap_help"), on_click=_swap)
     with right:
-        check = repo.check_ensemble_text(text, MODEL, lang=state.lang())
+        check = repo.check_ensemble_text(text, MODEL, lang=i18n.lang())
         errors = [p for p in check.problems if p.severity == "error"]
         warnings = [p for p in check.problems if p.severity != "error"]
         if check.ok:
@@ -76,7 +76,7 @@ def editor() -> None:
                     )
     if check.dot:  # the page's whole width: readable on a projector (a half column drew ~5 px text)
         present.graphviz_chart(check.dot)
-        st.caption(t("ch2.dag_caption", **diagram.colour_words(state.lang())))
+        st.caption(t("ch2.dag_caption", **diagram.colour_words(i18n.lang())))
     with st.container(border=True):  # the loaded model, live: the text above is not sent
         inside_view(MODEL, "ch2_inside", None)
     with boxes.remembered_expander("ch2_glossary_box", t("ch2.glossary_title")):

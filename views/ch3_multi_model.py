@@ -7,11 +7,11 @@ import streamlit as st
 from triton_kitchen import catalog, experiments, repository
 from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import ModelEntry
-from ui import predict, present, state
+from ui import errors, i18n, predict, present, server
+from ui.i18n import t
 from ui.image_picker import pick_image, show_classification
 from ui.inside_dag import inside_view
 from ui.lesson import page_link, render_lesson
-from ui.state import t
 
 
 # Cached per catalog.fingerprint(): drawings and tables are redone when a config file changes.
@@ -37,9 +37,9 @@ def _models() -> dict[str, ModelEntry]:
 def _draw(name: str) -> None:
     entry = _models().get(name)
     if entry is None or entry.config is None:
-        state.show_error("model_not_ready", name)
+        errors.show_error("model_not_ready", detail=name)
         return
-    present.graphviz_chart(_dot(name, state.lang(), catalog.fingerprint()))
+    present.graphviz_chart(_dot(name, i18n.lang(), catalog.fingerprint()))
     st.caption(t("ch3.drawn_from", model=name))
 
 
@@ -63,10 +63,10 @@ def cascade() -> None:
     if entry is not None:
         st.code(entry.text, language="protobuf")
     st.markdown(f"**{t('ch3.compare_title')}**")
-    ep = state.endpoint()
+    ep = server.endpoint()
     options = {k: t(f"ch3.fine_{k}") for k in ("both", "ensemble_only", "bls_only", "neither")}
     predict.ask("ch3_fine", t("ch3.fine_predict"), options)
-    if state.run_button(
+    if server.run_button(
         t("ch3.compare"), key="ch3_compare", type="primary", disabled=image is None or ep is None
     ):
         predict.lock("ch3_fine")
@@ -75,7 +75,7 @@ def cascade() -> None:
             try:
                 results[model] = experiments.cascade_call(ep, image, model)
             except ClassifyError as exc:
-                state.show_error(exc)
+                errors.show_error(exc)
         st.session_state["ch3_results"] = (hash(image), results)
     kept = st.session_state.get("ch3_results")
     results = kept[1] if kept and image is not None and kept[0] == hash(image) else {}

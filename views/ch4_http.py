@@ -5,11 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import requests_view as rv
-from ui import boxes, predict, state
+from ui import boxes, errors, predict, server
+from ui.i18n import t
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
 from ui.shm_view import shm_viewer
-from ui.state import t
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -64,11 +64,11 @@ def request_viewer() -> None:
     if image is None:
         st.info(t("classify.pick_first"))
         return
-    ep = state.endpoint()
+    ep = server.endpoint()
     try:
         binary, plain = _views(model, image, ep.http_url if ep else "localhost:8000")
     except Exception as exc:  # noqa: BLE001 - a bad upload or shape is shown as a message
-        state.show_error(exc)
+        errors.show_error(exc)
         return
     c1, c2 = st.columns(2)  # two numbers: metrics, no chart library to load
     c1.metric(t("ch4.size_binary"), f"{binary.wire_size:,} B", help=t("ch4.bytes_axis"))
@@ -94,12 +94,12 @@ def request_viewer() -> None:
             _request_block(plain, ep)
     options = {k: t(f"ch4.form_{k}") for k in ("json", "binary")}
     predict.ask("ch4_form", t("ch4.form_predict"), options)
-    if state.run_button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
+    if server.run_button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
         predict.lock("ch4_form")
         try:
             st.session_state["ch4_response"] = (model, rv.send_http(ep, binary))
         except OSError as exc:
-            state.show_error("server_unreachable", str(exc))
+            errors.show_error("server_unreachable", detail=str(exc))
     sent = st.session_state.get("ch4_response")
     if sent and sent[0] == model:
         resp = sent[1]

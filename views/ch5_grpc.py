@@ -6,12 +6,12 @@ import streamlit as st
 
 from triton_kitchen import requests_view as rv
 from triton_kitchen.protocols.streaming import stream_grpc
-from ui import i18n, predict, state, tables
+from ui import errors, i18n, predict, server, tables
 from ui.charts import token_arrivals
+from ui.i18n import t
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
 from ui.shm_view import shm_viewer
-from ui.state import t
 
 
 def message_viewer() -> None:
@@ -32,7 +32,7 @@ def message_viewer() -> None:
         view = rv.grpc_request(model, inputs, rv.request_outputs(model))
         http = rv.http_request(model, inputs, rv.request_outputs(model))
     except Exception as exc:  # noqa: BLE001 - a bad upload is shown as a message
-        state.show_error(exc)
+        errors.show_error(exc)
         return
     st.code(view.text(), language="protobuf")
     c1, c2, c3 = st.columns(3)
@@ -72,17 +72,17 @@ def streaming() -> None:
         max_chars=400,
     )
     delay = st.slider(t("ch5.stream_delay"), 0, 200, 60, step=10, key="ch5_delay", persist_state="session")
-    ep = state.endpoint()
+    ep = server.endpoint()
     options = {k: t(f"ch5.arrive_{k}") for k in ("early", "end")}
     predict.ask("ch5_arrive", t("ch5.arrive_predict"), options)
-    if state.run_button(
+    if server.run_button(
         t("ch5.stream_run"), key="ch5_stream", type="primary", disabled=ep is None or not text.strip()
     ):
         predict.lock("ch5_arrive")
         box = st.empty()
         run = stream_grpc(ep, text, delay)
         if run.error:
-            state.show_error("server_error", run.error)
+            errors.show_error("server_error", detail=run.error)
         box.markdown("".join(run.tokens))
         st.session_state["ch5_stream_run"] = run
     run = st.session_state.get("ch5_stream_run")

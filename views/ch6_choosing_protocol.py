@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from triton_kitchen.demo import stream_grpc, stream_sse
 from triton_kitchen.protocols import ProtocolError, sample_inputs
 from triton_kitchen.protocols.shm import compare_with_socket
-from triton_kitchen.protocols.streaming import first_token_outcome
-from ui import i18n, predict, state, tables
+from triton_kitchen.protocols.streaming import first_token_outcome, stream_grpc, stream_sse
+from ui import errors, i18n, predict, server, tables
 from ui.charts import token_arrivals
+from ui.i18n import t
 from ui.lesson import page_link, render_lesson
-from ui.state import t
 
 SHM_MODEL = "ensemble_pipeline"  # a 602,112-byte input tensor
 
@@ -30,10 +29,10 @@ def sse_vs_grpc() -> None:
         persist_state="session",
         max_chars=400,
     )
-    ep = state.endpoint()
+    ep = server.endpoint()
     options = {k: t(f"ch6.first_{k}") for k in ("sse", "same", "grpc")}
     predict.ask("ch6_first", t("ch6.first_predict"), options)
-    if state.run_button(
+    if server.run_button(
         t("ch6.stream_run"), key="ch6_run", type="primary", disabled=ep is None or not text.strip()
     ):
         predict.lock("ch6_first")
@@ -43,7 +42,7 @@ def sse_vs_grpc() -> None:
         return
     for run in runs:
         if run.error:
-            state.show_error("server_error", run.error)
+            errors.show_error("server_error", detail=run.error)
     token_arrivals(runs, names=[t(f"ch6.transport_{run.transport}") for run in runs], height=280)
     cols = st.columns(len(runs))
     for col, run in zip(cols, runs, strict=True):
@@ -62,7 +61,7 @@ def sse_vs_grpc() -> None:
 
 
 def fastest_windows() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None or not ep.embedded:  # a remote server cannot map this machine's memory
         st.caption(t("shm_view.local_only"))
         return
@@ -73,12 +72,12 @@ def fastest_windows() -> None:
         try:
             with st.spinner(t("ch6.shm_running")):
                 arrays = sample_inputs(ep, SHM_MODEL, "grpc")[1]
-                result = state.lab_run(1, lambda: compare_with_socket(ep, SHM_MODEL, arrays, "grpc"))
-            if result is not state.BUSY:
+                result = server.lab_run(1, lambda: compare_with_socket(ep, SHM_MODEL, arrays, "grpc"))
+            if result is not server.BUSY:
                 st.session_state["ch6_shm_result"] = result
         except ProtocolError as exc:
             st.session_state.pop("ch6_shm_result", None)
-            state.show_error(exc)
+            errors.show_error(exc)
     result = st.session_state.get("ch6_shm_result")
     if result is None or result.outcome() is None:
         return

@@ -5,15 +5,15 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen.demo import MISTAKES, run_tutorial
-from ui import predict, state
+from ui import errors, i18n, predict, server
+from ui.i18n import t
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
-from ui.state import t
 
 
 def demo() -> None:
     st.subheader(t("ch7.demo_title"))
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is not None:
         st.caption(t("ch7.urls", http=ep.http_url, grpc=ep.grpc_url))
     use_photo = st.toggle(t("ch7.use_photo"), value=False, key="ch7_photo", persist_state="session")
@@ -31,7 +31,7 @@ def demo() -> None:
     )
     options = {k: t(f"ch7.out_{k}") for k in ("one_hot", "probabilities", "other")}
     predict.ask("ch7_out", t("ch7.out_predict"), options)
-    if state.run_button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
+    if server.run_button(t("ch7.run"), key="ch7_run", type="primary", icon="▶️", disabled=ep is None):
         predict.lock("ch7_out")
         st.session_state["ch7_runs"] = [run_tutorial(ep, p, image, mistake) for p in ("http", "grpc")]
     runs = st.session_state.get("ch7_runs")
@@ -40,7 +40,7 @@ def demo() -> None:
     cols = st.columns(2)
     for col, run in zip(cols, runs, strict=True):
         with col:
-            st.markdown(f"#### {state.protocol_label(run.protocol)} · `{run.url}`")
+            st.markdown(f"#### {i18n.protocol_label(run.protocol)} · `{run.url}`")
             st.caption(t("ch7.sent", name=run.input_name, dtype=run.datatype, shape=run.shape))
             if run.ok:
                 st.metric(
@@ -53,7 +53,7 @@ def demo() -> None:
                 st.write(t("ch7.result", shape=run.output_shape, argmax=run.argmax, total=run.prob_sum))
                 st.caption(t("ch7.took", ms=run.ms))
             else:
-                state.show_error(run.error_code or "server_error", run.error)
+                errors.show_error(run.error_code or "server_error", detail=run.error)
     if runs[0].ok and not use_photo:
         st.info(t("ch7.noise_note"), icon="🎲")
     if runs[0].ok:

@@ -12,11 +12,13 @@ from triton_kitchen import repository as repo
 from triton_kitchen import requests_view as rv
 from triton_kitchen.classify import ClassifyError
 from triton_kitchen.config import parse_config
-from triton_kitchen.demo import quick_protocol_check, sample_jpeg, speed_outcome, stream_sse
+from triton_kitchen.demo import quick_protocol_check, speed_outcome
 from triton_kitchen.experiments import cascade_call
-from ui import errors, predict, present, state
+from triton_kitchen.protocols.streaming import stream_sse
+from triton_kitchen.samples import sample_jpeg
+from ui import errors, i18n, predict, present, server
+from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson
-from ui.state import t
 
 PHOTO = "chelsea"
 
@@ -24,7 +26,7 @@ PHOTO = "chelsea"
 def _map_direction() -> None:
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
     swapped = mistakes.swap_input_map(text)
-    check = repo.check_ensemble_text(swapped, lang=state.lang())
+    check = repo.check_ensemble_text(swapped, lang=i18n.lang())
     st.code(
         'input_map { key: "image_tensor" value: "input" }   # ' + t("ch8.m1_swapped"), language="protobuf"
     )
@@ -38,7 +40,7 @@ def _order() -> None:
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
     reversed_text = mistakes.reverse_steps(text)
     cfg = parse_config(reversed_text)
-    check = repo.check_ensemble_text(reversed_text, lang=state.lang())
+    check = repo.check_ensemble_text(reversed_text, lang=i18n.lang())
     st.caption(t("ch8.m2_reversed", order=" → ".join(s.model_name for s in cfg.ensemble_scheduling.step)))
     if check.ok:
         st.success(t("ch8.m2_ok"), icon="✅")
@@ -69,10 +71,10 @@ def _binary_default() -> None:
 
 
 def _speed() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     options = {k: t(f"ch8.m4_{k}") for k in ("grpc_2x", "close", "http_2x")}
     predict.ask("ch8_speed", t("ch8.m4_predict"), options)
-    if state.run_button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
+    if server.run_button(t("ch8.m4_run"), key="ch8_speed", disabled=ep is None):
         predict.lock("ch8_speed")
         with st.spinner(t("ch8.m4_running")):
             st.session_state["ch8_speed_result"] = quick_protocol_check(
@@ -84,7 +86,7 @@ def _speed() -> None:
         medians = [statistics.median(times[k]) for k in kinds]
         fig = go.Figure(
             go.Bar(
-                x=[state.protocol_label(k) for k in kinds],
+                x=[i18n.protocol_label(k) for k in kinds],
                 y=medians,
                 text=[f"{m:.1f} ms" for m in medians],
                 marker_color="#76b900",
@@ -99,13 +101,13 @@ def _speed() -> None:
 
 
 def _sse() -> None:
-    ep = state.endpoint()
-    if state.run_button(t("ch8.m5_run"), key="ch8_sse", disabled=ep is None):
+    ep = server.endpoint()
+    if server.run_button(t("ch8.m5_run"), key="ch8_sse", disabled=ep is None):
         st.session_state["ch8_sse_result"] = stream_sse(ep, t("ch5.stream_default"), 30)
     run = st.session_state.get("ch8_sse_result")
     if run:
         if run.error:
-            state.show_error("server_error", run.error)
+            errors.show_error("server_error", detail=run.error)
         st.code(
             "\n".join(
                 f'data: {{... "token": "{tok}"}}   # +{ms:.0f} ms'
@@ -116,15 +118,15 @@ def _sse() -> None:
 
 
 def _cascade() -> None:
-    ep = state.endpoint()
-    if state.run_button(t("ch8.m6_run"), key="ch8_cascade", disabled=ep is None):
+    ep = server.endpoint()
+    if server.run_button(t("ch8.m6_run"), key="ch8_cascade", disabled=ep is None):
         rows = []
         for photo in ("chelsea", "coffee", "rocket"):
             for model in ("cascade_ensemble", "cascade_bls"):
                 try:
                     call = cascade_call(ep, sample_jpeg(photo), model)
                 except ClassifyError as exc:
-                    state.show_error(exc)
+                    errors.show_error(exc)
                     continue
                 rows.append(
                     {

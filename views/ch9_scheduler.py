@@ -7,9 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import experiments, scheduling
-from ui import errors, predict, state, tables
+from ui import errors, predict, server, tables
+from ui.i18n import t
 from ui.lesson import page_link, render_lesson
-from ui.state import t
 
 
 def _run(key: str, workers: int, fn, done_key: str) -> None:
@@ -27,9 +27,9 @@ def _remote_note(ep) -> None:
 
 
 def instances() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     _remote_note(ep)
     c1, c2, c3 = st.columns(3)
@@ -203,9 +203,9 @@ def _queue(ep) -> None:
 
 
 def scheduling_demo() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     _remote_note(ep)
     # words bound now, not when a test formats them later
@@ -226,9 +226,9 @@ def scheduling_demo() -> None:
 
 # -- queueing --------------------------------------------------------------------------------------------------
 def little() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     conc = st.slider(t("ch9.little_c"), 1, 8, 2, key="ch9_little_c", persist_state="session")
     options = predict.choices("ch9.little", ("latency", "throughput", "both"))
@@ -275,9 +275,9 @@ def little() -> None:
 
 # -- is an ensemble faster? --------------------------------------------------------------------------------------
 def ensemble_speed() -> None:
-    ep = state.endpoint()
+    ep = server.endpoint()
     if ep is None:
-        state.say_no_server()
+        server.say_no_server()
         return
     options = predict.choices("ch9.ens", ("ensemble_faster", "similar", "chain_faster"))
     predict.ask("ch9_ens", t("ch9.ens_predict"), options)

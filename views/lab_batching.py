@@ -11,16 +11,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen import batching, bench
-from ui import batching_why, classroom, errors, state, tables
+from ui import batching_why, classroom, errors, server, tables
+from ui.i18n import t
 from ui.lesson import lazy_box
-from ui.state import t
 
 st.title(t("lab_batching.title"))
 st.caption(t("lab_batching.intro"))
 
-ep = state.endpoint()
+ep = server.endpoint()
 if ep is None:
-    state.say_no_server()
+    server.say_no_server()
     st.stop()
 if not ep.headers:
     st.info(t("lab_batching.remote_note"))
@@ -68,9 +68,9 @@ if run:
 
     settings = batching.BatchingSettings(True, int(delay), sorted(preferred), int(instances))
     stop = threading.Event()
-    watch = state.server_watch(stop)  # a dead server ends the run at once
+    watch = server.server_watch(stop)  # a dead server ends the run at once
     try:
-        result = state.lab_run(
+        result = server.lab_run(
             int(concurrency),
             lambda: batching.compare_batching(
                 ep,
@@ -82,12 +82,12 @@ if run:
                 calibrate=True,
             ),
         )
-        if result is not state.BUSY:
+        if result is not server.BUSY:
             st.session_state["batch_result"] = result
             classroom.record_batching(result)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
         errors.show_error(exc)
-    state.say_if_stopped_by_death()
+    server.say_if_stopped_by_death()
 
 
 def _setting(s: batching.BatchingSettings) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen import breakit
-from ui import state
-from ui.state import t
+from ui import errors, server
+from ui.i18n import t
 
 st.title(t("lab_break.title"))
 st.caption(t("lab_break.intro"))
-ep = state.endpoint()
+ep = server.endpoint()
 if ep is None:
     st.info(t("lab_break.no_server"))
 
@@ -55,14 +55,14 @@ tabs = st.tabs([t(f"lab_break.case_{case}") for case in breakit.CASES])
 for tab, case in zip(tabs, breakit.CASES, strict=True):
     with tab:
         st.markdown(t(f"lab_break.{case}_why"))
-        if state.run_button(t("lab_break.run"), key=f"break_{case}", type="primary", disabled=ep is None):
+        if server.run_button(t("lab_break.run"), key=f"break_{case}", type="primary", disabled=ep is None):
             with st.spinner(t("lab_break.running")):
                 try:
-                    result = state.lab_run(1, lambda c=case: breakit.run_case(ep, c))
-                    if result is not state.BUSY:
+                    result = server.lab_run(1, lambda c=case: breakit.run_case(ep, c))
+                    if result is not server.BUSY:
                         st.session_state[f"break_result_{case}"] = result
                 except Exception as exc:  # noqa: BLE001 - a dead server, say: one message, the page lives on
-                    state.show_error(exc)
+                    errors.show_error(exc)
         result = st.session_state.get(f"break_result_{case}")
         if result is None:
             continue

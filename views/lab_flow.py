@@ -6,11 +6,11 @@ import streamlit as st
 
 from triton_kitchen import catalog, experiments, flow
 from triton_kitchen.server import DEFAULT_REPOSITORY
-from ui import boxes, errors, state, tables
+from ui import boxes, errors, i18n, server, tables
+from ui.i18n import t
 from ui.image_picker import pick_image
 from ui.inside_dag import inside_view
 from ui.lesson import lazy_box
-from ui.state import t
 from ui.tensor_peek import peek_view
 
 st.title(t("lab_flow.title"))
@@ -19,7 +19,7 @@ st.caption(t("lab_flow.intro"))
 
 def _kept(key: str, result) -> None:
     """Keep an experiment's result, unless the class's lab budget was taken (the page said so)."""
-    if result is not state.BUSY:
+    if result is not server.BUSY:
         st.session_state[key] = result
 
 
@@ -52,7 +52,7 @@ def _figures(run, recorded: bool, lang: str, pacing: str):
 
 
 names = _ensembles()
-default = state.selected_model() if state.selected_model() in names else names[0]
+default = i18n.selected_model() if i18n.selected_model() in names else names[0]
 c1, c2, c3 = st.columns([2, 1, 2])
 model = c1.selectbox(
     t("lab_flow.model"),
@@ -68,7 +68,7 @@ protocol = c2.radio(
     horizontal=True,
     key="flow_protocol",
     persist_state="session",
-    format_func=state.protocol_labeller(),
+    format_func=i18n.protocol_labeller(),
 )
 pacing = c3.radio(
     t("lab_flow.pacing"),
@@ -81,7 +81,7 @@ image = pick_image("flow")
 # None when this run's status check found nobody *live* there (not "ready": with strict readiness one unloaded
 # model, a batching-lab reload, makes the server "not ready" while it answers every other model): the recorded
 # trace is replayed then. One check per run, the sidebar's: a second probe could disagree with it under load.
-ep = state.endpoint()
+ep = server.endpoint()
 
 # drawn only while open, like the sidebar's boxes: a fresh tab skips the editor (the text is kept while it is closed)
 edit_box = boxes.remembered_expander("flow_edit_box", t("lab_flow.edit_title"))
@@ -95,10 +95,10 @@ if edit_box.open:
             key=f"flow_edit_{model}",
             persist_state="session",
         )
-        send_edit = state.run_button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
+        send_edit = server.run_button(t("lab_flow.edit_send"), disabled=ep is None, key="flow_edit_send")
 
 clicked = (
-    state.run_button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_send") or send_edit
+    server.run_button(t("lab_flow.send"), type="primary", disabled=ep is None, key="flow_send") or send_edit
 )
 if clicked:
     with st.spinner(t("lab_flow.sending")):
@@ -109,7 +109,7 @@ if clicked:
                 run = flow.send(ep, model, image=image, protocol=protocol)
             st.session_state["flow_run"] = run
         except flow.FlowError as exc:
-            state.show_error(exc)  # no_control_api is a warning: a limit of that server, not a failure
+            errors.show_error(exc)  # no_control_api is a warning: a limit of that server, not a failure
 
 run = st.session_state.get("flow_run")
 recorded = run is None or (run.dag.name != model and not run.edited)
@@ -123,7 +123,7 @@ elif recorded:
     if not clicked:  # a send that failed says why above; no invitation to do it again
         st.info(t("lab_flow.send_first", send=t("lab_flow.send")))
 if run is not None:
-    animation, gantt = _figures(run, recorded, state.lang(), pacing)
+    animation, gantt = _figures(run, recorded, i18n.lang(), pacing)
     left, right = st.columns([3, 2])
     with left:
         # no plotly toolbar: it covered the chart titles on hover (drag still zooms, a double click resets)
@@ -153,11 +153,11 @@ st.subheader(t("lab_flow.exp_title"))
 tabs = st.tabs([t(f"lab_flow.exp_{exp}") for exp in ("chaining", "parallel", "cascade", "batching")])
 with tabs[0]:
     st.caption(t("lab_flow.exp_chaining_help"))
-    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
+    if server.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_chain"):
         with st.spinner("…"):
             _kept(
                 "exp_chain_result",
-                state.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)),
+                server.lab_run(1, lambda: experiments.chaining(ep, image, repeats=5, budget_s=20)),
             )
     res = st.session_state.get("exp_chain_result")
     if res is not None:
@@ -172,7 +172,7 @@ with tabs[0]:
             for mode in ("ensemble", "chain"):
                 rows = [r for r in res.rows if r.mode == mode]
                 fig.add_bar(
-                    x=[state.protocol_label(r.protocol) for r in rows],
+                    x=[i18n.protocol_label(r.protocol) for r in rows],
                     y=[metric(r) for r in rows],
                     name=t(f"lab_flow.mode_{mode}"),
                 )
@@ -181,7 +181,7 @@ with tabs[0]:
         tables.show(
             [
                 {
-                    t("lab_flow.col_protocol"): state.protocol_label(r.protocol),
+                    t("lab_flow.col_protocol"): i18n.protocol_label(r.protocol),
                     t("lab_flow.col_mode"): t(f"lab_flow.mode_{r.mode}"),
                     t("lab_flow.col_round_trips"): r.round_trips,
                     t("lab_flow.col_median_ms"): r.median_ms,
@@ -194,11 +194,11 @@ with tabs[0]:
         )
 with tabs[1]:
     st.caption(t("lab_flow.exp_parallel_help"))
-    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
+    if server.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_par"):
         with st.spinner("…"):
             _kept(
                 "exp_par_result",
-                state.lab_run(2, lambda: experiments.parallel_branches(ep, image, repeats=3, budget_s=20)),
+                server.lab_run(2, lambda: experiments.parallel_branches(ep, image, repeats=3, budget_s=20)),
             )
     res = st.session_state.get("exp_par_result")
     if res is not None:
@@ -215,19 +215,19 @@ with tabs[1]:
         )
         if res.timelines:
             st.plotly_chart(
-                flow.gantt(flow.attach(_recorded()["tta_ensemble"].dag, res.timelines[-1]), state.lang()),
+                flow.gantt(flow.attach(_recorded()["tta_ensemble"].dag, res.timelines[-1]), i18n.lang()),
                 width="stretch",
             )
 with tabs[2]:
     st.caption(t("lab_flow.exp_cascade_help"))
-    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
-        from triton_kitchen.demo import SAMPLE_PHOTOS, sample_jpeg
+    if server.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
+        from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
 
         photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
         with st.spinner("…"):
             _kept(
                 "exp_casc_result",
-                state.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)),
+                server.lab_run(1, lambda: experiments.cascade(ep, photos, repeats=1, budget_s=20)),
             )
     rows = st.session_state.get("exp_casc_result")
     if rows:
@@ -245,11 +245,11 @@ with tabs[2]:
         )
 with tabs[3]:
     st.caption(t("lab_flow.exp_batching_help"))
-    if state.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
+    if server.run_button(t("lab_flow.exp_run"), disabled=ep is None or not ep.embedded, key="exp_q"):
         with st.spinner("…"):
             _kept(
                 "exp_q_result",
-                state.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)),
+                server.lab_run(4, lambda: experiments.batching_queue(ep, image, repeats=3, burst=4)),
             )
     for r in st.session_state.get("exp_q_result") or []:
         st.markdown(

@@ -10,11 +10,11 @@ from contextlib import contextmanager
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import bench, bench_figures, catalog, protocols
-from ui import batching_why, boxes, classroom, i18n, state, tables
+from triton_kitchen import bench, bench_figures, catalog, perf_analyzer, protocols
+from ui import batching_why, boxes, classroom, errors, i18n, server, tables
 from ui.charts import token_arrivals
+from ui.i18n import protocol_label, protocol_labeller, t
 from ui.image_picker import pick_image
-from ui.state import protocol_label, protocol_labeller, t
 
 COLORS = bench_figures.PROTOCOL_COLORS
 WIRE_CALLS = 3  # calls per protocol in the load tab's separate byte-counting pass
@@ -24,7 +24,7 @@ st.caption(t("lab_protocols.intro"))
 
 
 def _error(exc: Exception) -> None:
-    state.show_error(exc)  # ui.errors maps the error's code (or a ProtocolError's kind) to its message
+    errors.show_error(exc)  # ui.errors maps the error's code to its message
 
 
 @st.cache_data(show_spinner=False)
@@ -34,9 +34,9 @@ def _repo_models() -> list[str]:
     )
 
 
-ep = state.endpoint()
+ep = server.endpoint()
 if ep is None:
-    state.say_no_server()
+    server.say_no_server()
     st.stop()
 
 models = _repo_models()
@@ -292,14 +292,14 @@ def _load_tab() -> None:
     if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
         st.caption(t("lab_protocols.shm_no_compression"))
         chosen = [p for p in chosen if p not in protocols.SHM_PROTOCOLS]
-    go_load = state.run_button(
+    go_load = server.run_button(
         t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen
     )
     if go_load:
         results = []
         wire: dict[str, tuple[float, float]] = {}
         stop = threading.Event()
-        watch = state.server_watch(stop)  # a dead server ends the run at once
+        watch = server.server_watch(stop)  # a dead server ends the run at once
 
         def _load() -> None:
             info, arrays = _inputs()
@@ -327,10 +327,10 @@ def _load_tab() -> None:
 
         try:
             with _other_tabs_wait():
-                state.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
+                server.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
         except protocols.ProtocolError as exc:
             _error(exc)
-        state.say_if_stopped_by_death()
+        server.say_if_stopped_by_death()
         st.session_state["proto_load"] = results
         st.session_state["proto_load_wire"] = wire
         classroom.record_protocol_runs(results)
@@ -339,7 +339,7 @@ def _load_tab() -> None:
     if results:
         for r in results:
             for msg in r.error_messages:
-                state.show_error("server_error", f"{r.protocol}: {msg}")
+                errors.show_error("server_error", detail=f"{r.protocol}: {msg}")
         fig = go.Figure()
         for r in results:
             fig.add_trace(
@@ -394,7 +394,7 @@ def _sweep_tab() -> None:
     sdur = s3.slider(
         t("lab_protocols.duration_point"), 1, 10, 2, key="proto_sweep_d", persist_state="session"
     )
-    go_sweep = state.run_button(
+    go_sweep = server.run_button(
         t("lab_protocols.run_sweep"),
         type="primary",
         key="proto_sweep_run",
@@ -407,7 +407,7 @@ def _sweep_tab() -> None:
             bar.progress(min(1.0, (i + p.fraction) / n), text=t("lab_protocols.sweep_step", i=i + 1, n=n))
 
         sweep_stop = threading.Event()
-        sweep_watch = state.server_watch(sweep_stop)
+        sweep_watch = server.server_watch(sweep_stop)
 
         def _sweep() -> None:
             info, arrays = _inputs()
@@ -427,10 +427,10 @@ def _sweep_tab() -> None:
 
         try:
             with _other_tabs_wait():
-                state.lab_run(max(levels), _sweep)
+                server.lab_run(max(levels), _sweep)
         except protocols.ProtocolError as exc:
             _error(exc)
-        state.say_if_stopped_by_death()
+        server.say_if_stopped_by_death()
     sweep_results = st.session_state.get("proto_sweep") or []
     if sweep_results:
         fig = go.Figure()
@@ -475,19 +475,21 @@ def _check_tab() -> None:
         t("lab_protocols.run_check"),
         type="primary",
         key="proto_check_run",
-        disabled=bench.perf_analyzer_binary() is None,
+        disabled=perf_analyzer.perf_analyzer_binary() is None,
     ):
         with st.spinner(t("lab_protocols.running")), _other_tabs_wait():
             try:
-                checked = state.lab_run(
+                checked = server.lab_run(
                     kc,
-                    lambda: bench.cross_check(ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2)),
+                    lambda: perf_analyzer.cross_check(
+                        ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2)
+                    ),
                 )
-                if checked is not state.BUSY:
+                if checked is not server.BUSY:
                     st.session_state["proto_check"] = checked
-            except (bench.PerfAnalyzerError, protocols.ProtocolError) as exc:
-                state.show_error("server_error", str(exc))
-    if bench.perf_analyzer_binary() is None:
+            except (perf_analyzer.PerfAnalyzerError, protocols.ProtocolError) as exc:
+                errors.show_error("server_error", detail=str(exc))
+    if perf_analyzer.perf_analyzer_binary() is None:
         st.warning(t("lab_protocols.no_perf_analyzer"))
     check = st.session_state.get("proto_check")
     if check:
@@ -518,7 +520,7 @@ def _stream_tab() -> None:
     delay = st.slider(
         t("lab_protocols.stream_delay"), 0, 200, 30, key="proto_stream_delay", persist_state="session"
     )
-    if state.run_button(
+    if server.run_button(
         t("lab_protocols.run_stream"), type="primary", key="proto_stream_run", disabled=not text.strip()
     ):
         with st.spinner(t("lab_protocols.running")), _other_tabs_wait():
@@ -528,7 +530,7 @@ def _stream_tab() -> None:
         cols = st.columns(len(runs))
         for col, run in zip(cols, runs, strict=True):
             if run.error:
-                state.show_error("server_error", run.error)
+                errors.show_error("server_error", detail=run.error)
             d = run.to_dict()
             col.metric(
                 t(f"lab_protocols.{run.protocol}"),

@@ -20,9 +20,10 @@ import numpy as np
 
 from triton_kitchen import kserve, trace
 from triton_kitchen.config import ConfigError, parse_config
+from triton_kitchen.endpoint import Endpoint
 from triton_kitchen.ensemble import Dag, build_dag
 from triton_kitchen.errors import KitchenError
-from triton_kitchen.server import DEFAULT_REPOSITORY, Endpoint
+from triton_kitchen.server import DEFAULT_REPOSITORY
 from triton_kitchen.tensors import array_bytes
 
 RECORDED_TRACE = Path(__file__).resolve().parent.parent / "data" / "recorded_trace.json"

@@ -40,13 +40,12 @@ DEFAULT_TIMEOUT_S = 10.0
 class ProtocolError(KitchenError):
     """A call failed: the server refused it, it timed out, or the connection broke.
 
-    ``kind`` (also the ``code``): ``timeout``, ``connection``, ``server`` or ``error``."""
+    ``code``: ``timeout``, ``connection``, ``server`` or ``error``."""
 
     default_code = "error"
 
-    def __init__(self, message: str, kind: str = "error") -> None:
-        super().__init__(kind, message)
-        self.kind = kind
+    def __init__(self, message: str, code: str = "error") -> None:
+        super().__init__(code, message)
 
 
 def check_protocol(protocol: str) -> str:

@@ -69,9 +69,6 @@ class StreamRun:
         }
 
 
-StreamTiming = StreamRun  # the protocol lab's old name
-
-
 def first_token_outcome(sse: StreamRun, grpc: StreamRun, margin_ms: float = 20.0) -> str | None:
     """Which transport brought the first token sooner: ``sse``, ``grpc``, or ``same`` (within ``margin_ms``)."""
     if sse.ttft_ms is None or grpc.ttft_ms is None:

@@ -5,8 +5,6 @@
 server's statistics deltas, start times laid out: ``source == "statistics"``).
 """
 
-from triton_kitchen.trace.capture import _find_new as _find_new  # tests
-from triton_kitchen.trace.capture import _signatures as _signatures  # tests
 from triton_kitchen.trace.capture import (
     as_target,
     capture,
