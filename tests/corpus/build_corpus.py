@@ -512,6 +512,27 @@ case(
     },
 )
 case(
+    "map_reversed_mid_chain",
+    "ens",
+    "chapter 2's example with the middle step's input_map reversed: Triton names the output, not the map",
+    {
+        "pre": unary("pre"),
+        "cls": unary("cls", inp="input", out="logits"),
+        "post": unary("post", inp="logits", out="labels"),
+        "ens": ensemble(
+            "ens",
+            IO4,
+            [("LABELS", F, [4])],
+            [
+                ("pre", -1, [("INPUT", "IN")], [("OUTPUT", "pixels")]),
+                ("cls", -1, [("pixels", "input")], [("logits", "raw_logits")]),
+                ("post", -1, [("logits", "raw_logits")], [("labels", "LABELS")]),
+            ],
+            mbs=8,
+        ),
+    },
+)
+case(
     "map_from_missing_output",
     "ens",
     "output_map key names an output the step model does not have",
