@@ -24,7 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import batching  # noqa: E402
+from triton_kitchen import (
+    batch_runs,  # noqa: E402
+    batching,  # noqa: E402
+)
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with server_for(args) as endpoint:
         for delay in (int(x) for x in args.delays.split(",")):
-            settings = batching.BatchingSettings(True, delay, preferred, args.instances)
+            settings = batch_runs.BatchingSettings(True, delay, preferred, args.instances)
             for i in range(args.repeats):
                 r = batching.compare_batching(
                     endpoint, settings, args.concurrency, args.duration, args.protocol

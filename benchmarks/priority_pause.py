@@ -22,7 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import batching, scheduling  # noqa: E402
+from triton_kitchen import (  # noqa: E402
+    batch_runs,  # noqa: E402
+    burst,  # noqa: E402
+    override,  # noqa: E402
+    scheduling,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,14 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     rows = []
-    with server_for(args) as ep, batching.overridden(ep, scheduling.MODEL) as original:
+    with server_for(args) as ep, override.overridden(ep, override.MODEL) as original:
         for levels in (2, 0):
-            batching.load_model(ep, scheduling.MODEL, scheduling.priority_config(original, levels))
-            time.sleep(batching.SETTLE_S)
-            scheduling.warm_up(ep)
+            override.load_model(ep, override.MODEL, scheduling.priority_config(original, levels))
+            time.sleep(batch_runs.SETTLE_S)
+            burst.warm_up(ep)
             for late in (0, 4):
                 for _ in range(args.repeats):
-                    b = scheduling.burst(ep, 32, late, scheduling.HIGH if late else 0)
+                    b = burst.burst(ep, 32, late, scheduling.HIGH if late else 0)
                     pause = b.longest_pause_ms() or 0.0
                     rows.append({"priority_levels": levels, "urgent": late, "longest_pause_ms": round(pause)})
                     print(f"priority_levels {levels}  urgent {late}  longest pause {pause:6.0f} ms")

@@ -25,7 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import batching, calibration  # noqa: E402
+from triton_kitchen import (  # noqa: E402
+    batch_runs,  # noqa: E402
+    calibration,
+    override,  # noqa: E402
+)
 from triton_kitchen.bench import run_bench  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -58,20 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows: list[dict] = []
     t0 = time.perf_counter()
-    with server_for(args) as ep, batching.overridden(ep) as original:
-        inputs = batching.classifier_inputs()
+    with server_for(args) as ep, override.overridden(ep) as original:
+        inputs = batch_runs.classifier_inputs()
         cals = {}
 
         def calibrated(n: int):
             """The calibration with n instances loaded (instances sharing the machine slow each other)."""
             if n not in cals:
-                batching.load_model(
+                override.load_model(
                     ep,
-                    batching.MODEL,
-                    batching.config_override(original, batching.BatchingSettings(True, 0, [], n)),
+                    override.MODEL,
+                    batch_runs.config_override(original, batch_runs.BatchingSettings(True, 0, [], n)),
                 )
-                time.sleep(batching.SETTLE_S)
-                cals[n] = calibration.calibrate(ep, batching.MODEL, use_existing=False)
+                time.sleep(batch_runs.SETTLE_S)
+                cals[n] = calibration.calibrate(ep, override.MODEL, use_existing=False)
                 print(f"calibration with {n} instance(s): {cals[n].to_json()}", file=sys.stderr)
             return cals[n]
 
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             cal = calibrated(settings.instance_count)
             r = run_bench(
                 ep,
-                batching.MODEL,
+                override.MODEL,
                 "grpc",
                 concurrency or 8,
                 args.duration,
@@ -117,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         for n in _ints(args.instances):
             calibrated(n)
             for delay in _ints(args.delays):
-                settings = batching.BatchingSettings(True, delay, [], n)
-                batching.load_model(ep, batching.MODEL, batching.config_override(original, settings))
-                time.sleep(batching.SETTLE_S)
+                settings = batch_runs.BatchingSettings(True, delay, [], n)
+                override.load_model(ep, override.MODEL, batch_runs.config_override(original, settings))
+                time.sleep(batch_runs.SETTLE_S)
                 for c in _ints(args.concurrencies):
                     measure(settings, concurrency=c)
         rate = args.rate or 0.6 * next(
@@ -127,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             for r in rows
             if r["delay_us"] == 0 and r["instances"] == 1 and r["load"] == "c=8"
         )
-        settings = batching.BatchingSettings(True, 0, [], 1)
-        batching.load_model(ep, batching.MODEL, batching.config_override(original, settings))
-        time.sleep(batching.SETTLE_S)
+        settings = batch_runs.BatchingSettings(True, 0, [], 1)
+        override.load_model(ep, override.MODEL, batch_runs.config_override(original, settings))
+        time.sleep(batch_runs.SETTLE_S)
         measure(settings, rate=rate)
         embedded = ep.embedded
     rps_errors = [r["rps_error"] for r in rows if r["rps_error"] is not None]

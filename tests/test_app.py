@@ -542,10 +542,10 @@ def test_dead_remote_server_is_a_message(server, monkeypatch):
 def test_one_way_from_an_error_to_its_message():
     """ui.errors.message_for: a KitchenError by its code, source-specific words first, shared codes, the
     generic message last; today's texts of the flow and batching labs kept."""
-    from triton_kitchen.batching import BatchingError
     from triton_kitchen.errors import KitchenError
     from triton_kitchen.flow import FlowError
     from triton_kitchen.kserve import KServeError
+    from triton_kitchen.override import BatchingError
     from triton_kitchen.protocols import ProtocolError
     from ui.errors import message_for
 

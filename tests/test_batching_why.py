@@ -10,7 +10,7 @@ from _screen_checks import apptest_screen, problems_on_screen
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import batching, lessons
+from triton_kitchen import lessons, override
 from ui import batching_why
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -37,7 +37,7 @@ def test_lab_page_in_chinese_before_a_run(embedded):
 @pytest.mark.timing
 def test_lab_shows_why_beside_what(embedded):
     server, lang = embedded, "en"
-    original = batching.current_config(server.endpoint)
+    original = override.current_config(server.endpoint)
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params["lang"] = lang
     switch_page(at, "views/lab_batching.py")
@@ -68,7 +68,7 @@ def test_lab_shows_why_beside_what(embedded):
         lessons.t("why.col_rps_simulated", lang),
     ]
     assert (table[lessons.t("why.col_rps_simulated", lang)] > 0).all()
-    assert batching.current_config(server.endpoint) == original  # the lab restored the classifier
+    assert override.current_config(server.endpoint) == original  # the lab restored the classifier
 
     at.button(key="why_load_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -82,4 +82,4 @@ def test_lab_shows_why_beside_what(embedded):
     edges_rps = 3 / batching_why.LOAD_WINDOW_S
     assert measured.iloc[0] > 0
     assert abs(measured.iloc[0] - offered.iloc[0]) <= max(0.25 * offered.iloc[0], edges_rps)
-    assert batching.current_config(server.endpoint) == original
+    assert override.current_config(server.endpoint) == original

@@ -14,7 +14,7 @@ from _screen_checks import apptest_screen, problems_on_screen
 from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import kserve, lessons, scheduling
+from triton_kitchen import kserve, lessons, override
 
 pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
 
@@ -29,7 +29,7 @@ def _open(lang: str) -> AppTest:
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["zh"])  # then English, the same results switched (no second run)
 def test_chapter9_every_live_element(embedded, lang):
-    original = kserve.model_config(embedded.endpoint, scheduling.MODEL)
+    original = kserve.model_config(embedded.endpoint, override.MODEL)
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
     at = _open(lang)
     assert at.title[0].value == lessons.load_lesson(9, lang).title
@@ -78,7 +78,7 @@ def test_chapter9_every_live_element(embedded, lang):
         assert row["mean_latency_ms"] == pytest.approx(row["predicted_latency_ms"], rel=0.35)
         assert row["queue_ms"] is not None and row["compute_ms"] is not None
     assert t("ch9.little_yours", c=2, rps="", predicted="", measured="").split("=")[0] in shown_text(at)
-    assert kserve.model_config(embedded.endpoint, scheduling.MODEL) == original
+    assert kserve.model_config(embedded.endpoint, override.MODEL) == original
     # is an ensemble faster than the client chaining its steps? measured over gRPC, the same top-1 either way
     predict_and_press(at, "ch9_ens", "ensemble_faster", "ch9_ens_run")
     ens = at.session_state["ch9_ens_result"]

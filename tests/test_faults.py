@@ -19,8 +19,8 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import batching, bench, budget, lessons
-from triton_kitchen.batching import BatchingError
+from triton_kitchen import batch_runs, bench, budget, lessons, override
+from triton_kitchen.override import BatchingError
 from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -270,7 +270,7 @@ def test_bench_against_a_server_killed_mid_run(small):
         duration_s=3.0,
         warmup_s=0.2,
         grace_s=2.0,
-        inputs=batching.classifier_inputs(),
+        inputs=batch_runs.classifier_inputs(),
         output_names=["logits"],
         count_wire=False,
     )
@@ -314,7 +314,7 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
         assert any(lessons.t("sidebar.models_not_ready", "zh", n=1) == w.value for w in at.sidebar.warning), (
             sidebar_text(at)
         )
-        arrays = batching.classifier_inputs()
+        arrays = batch_runs.classifier_inputs()
         import tritonclient.http as httpclient
 
         inp = httpclient.InferInput("input", list(arrays["input"].shape), "FP32")
@@ -363,9 +363,9 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
 def test_batching_override_only_changes_safe_fields(small):
     small.ensure_running(60)
     ep = small.endpoint
-    base = batching.current_config(ep)
-    ok = batching.config_override(base, batching.BatchingSettings(True, 1000, [4], 2))
-    batching.check_override(base, ok)
+    base = override.current_config(ep)
+    ok = batch_runs.config_override(base, batch_runs.BatchingSettings(True, 1000, [4], 2))
+    override.check_override(base, ok)
     for field, value in (
         ("backend", "onnxruntime"),
         ("platform", "onnxruntime_onnx"),
@@ -375,20 +375,20 @@ def test_batching_override_only_changes_safe_fields(small):
     ):
         bad = dict(ok, **{field: value})
         with pytest.raises(BatchingError) as info:
-            batching.check_override(base, bad)
+            override.check_override(base, bad)
         assert info.value.code == "bad_settings"
     with pytest.raises(BatchingError):
-        batching.check_override(base, dict(ok, instance_group=[{"kind": "KIND_CPU", "count": 64}]))
+        override.check_override(base, dict(ok, instance_group=[{"kind": "KIND_CPU", "count": 64}]))
     with pytest.raises(BatchingError):
-        batching.check_override(base, dict(ok, instance_group=[{"kind": "KIND_MODEL", "count": 1}]))
+        override.check_override(base, dict(ok, instance_group=[{"kind": "KIND_MODEL", "count": 1}]))
     # only the lab's model can be reloaded, and an override may not rename it
     with pytest.raises(BatchingError):
-        batching.load_model(ep, "preprocess", base)
+        override.load_model(ep, "preprocess", base)
     with pytest.raises(BatchingError):
-        batching.load_model(ep, "classifier", dict(ok, name="evil"))
+        override.load_model(ep, "classifier", dict(ok, name="evil"))
     with pytest.raises(BatchingError):
-        batching.load_model(ep, "classifier", dict(ok, backend="python", default_model_filename="x.py"))
-    assert batching.current_config(ep) == base  # nothing was loaded
+        override.load_model(ep, "classifier", dict(ok, backend="python", default_model_filename="x.py"))
+    assert override.current_config(ep) == base  # nothing was loaded
 
 
 def test_flow_config_name_cannot_escape_the_temp_folder(small, tmp_path):

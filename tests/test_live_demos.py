@@ -7,7 +7,7 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import experiments, kserve, lessons, mistakes
+from triton_kitchen import experiments, kserve, lessons, mistakes, override
 from triton_kitchen import repository as repo
 from triton_kitchen.config import parse_config
 from triton_kitchen.demo import speed_outcome
@@ -132,12 +132,12 @@ def test_ch3_cascade_readout_says_both_tiers_ran_in_the_ensemble(remote, lang):
 def test_a_server_without_control_api_is_named_as_such(server):
     """Remote mode: the batching lab's reload and the flow lab's edited config need the repository API;
     a server that refuses it (here: the session's, without its key) gets its own code, not "load failed"."""
-    from triton_kitchen import batching, flow
+    from triton_kitchen import flow
     from triton_kitchen.endpoint import Endpoint
 
     remote = Endpoint.remote(server.http_url, server.grpc_url)
-    with pytest.raises(batching.BatchingError) as err:
-        batching.load_model(remote, batching.MODEL)
+    with pytest.raises(override.BatchingError) as err:
+        override.load_model(remote, override.MODEL)
     assert err.value.code == "no_control_api", err.value
     text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text()
     with pytest.raises(flow.FlowError) as ferr:

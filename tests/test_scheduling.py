@@ -8,9 +8,10 @@ import pytest
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen import batching, kserve, scheduling
+from triton_kitchen import burst, kserve, override, scheduling
 from triton_kitchen.bench import BenchResult
-from triton_kitchen.scheduling import Burst, QueuePolicy, Sent
+from triton_kitchen.burst import Burst, Sent
+from triton_kitchen.scheduling import QueuePolicy
 
 pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
 
@@ -34,7 +35,7 @@ def test_queue_config_changes_only_the_queue_policy():
     }
     assert db["preferred_batch_size"] == [4, 8] and db["priority_levels"] == 0
     assert BASE["dynamic_batching"] == {"preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 2000}
-    batching.check_override(BASE, cfg)  # the lab's guard lets it through: only dynamic_batching changed
+    override.check_override(BASE, cfg)  # the lab's guard lets it through: only dynamic_batching changed
     json_format.ParseDict(cfg, model_config_pb2.ModelConfig())  # Triton's own message accepts it
 
 
@@ -131,7 +132,7 @@ def test_the_batch_being_computed_and_the_same_batch_are_not_overtaken():
     assert prio.ahead_of_waiting(1) == (12, 16) and result.outcome() == "overtake"
     # the reviewer's case: 28 answered, the last 4 ordinary and the 4 urgent in one batch, urgent a hair first
     tie = _sent([(0, 0.0, 10 + i) for i in range(28)] + [(0, 0.0, 100.5 + i * 0.1) for i in range(4)])
-    tie.sent += [scheduling.Sent(32 + i, 1, 50.0, 100.0 + i * 0.1) for i in range(4)]
+    tie.sent += [burst.Sent(32 + i, 1, 50.0, 100.0 + i * 0.1) for i in range(4)]
     assert (
         tie.ahead_of_waiting(1) == (0, 4)
         and scheduling.PriorityResult(fifo, tie, 32, 4).outcome() == "no_change"
@@ -141,7 +142,7 @@ def test_the_batch_being_computed_and_the_same_batch_are_not_overtaken():
 def test_refused_requests_are_neither_answered_nor_waiting():
     rows = [(0, 0.0, 10), (0, 0.0, 12), (0, 0.0, 60), (0, 0.0, 72), (1, 20.0, 40), (1, 20.0, 41)]
     prio = _sent(rows)
-    prio.sent.append(scheduling.Sent(6, 0, 0.0, 15.0, "[StatusCode.UNAVAILABLE] Request timeout expired"))
+    prio.sent.append(burst.Sent(6, 0, 0.0, 15.0, "[StatusCode.UNAVAILABLE] Request timeout expired"))
     result = scheduling.PriorityResult(prio, prio, 5, 2)
     assert (result.early_done(), result.early_waiting()) == (2, 2)  # the refused one is in neither count
 
@@ -185,9 +186,9 @@ def test_triton_text_keeps_tritons_words():
 @pytest.fixture
 def ep(server):
     endpoint = server.endpoint
-    original = kserve.model_config(endpoint, scheduling.MODEL)
+    original = kserve.model_config(endpoint, override.MODEL)
     yield endpoint
-    assert kserve.model_config(endpoint, scheduling.MODEL) == original, "the config was not restored"
+    assert kserve.model_config(endpoint, override.MODEL) == original, "the config was not restored"
 
 
 def test_a_queue_timeout_rejects_or_delays(ep):
@@ -206,6 +207,6 @@ def test_a_closed_repository_api_is_not_passed_off_as_a_gpu_verdict(server):
     from triton_kitchen.endpoint import Endpoint
 
     remote = Endpoint(server.http_url, server.grpc_url)
-    with pytest.raises(batching.BatchingError) as info:
+    with pytest.raises(override.BatchingError) as info:
         scheduling.gpu_refusal(remote)
     assert info.value.code == "no_control_api"

@@ -20,8 +20,8 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
+from triton_kitchen import batch_runs, bench, flow, lessons
 from triton_kitchen import batching as Bt
-from triton_kitchen import bench, flow, lessons
 from triton_kitchen.endpoint import DEFAULT_PORTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,9 @@ def assert_human_table(table) -> None:
 
 # -- 8 and 10: batching lab ------------------------------------------------------------------------------
 def test_lab_defaults_to_no_preferred_batch_sizes():
-    assert Bt.BatchingSettings().preferred_batch_sizes == []  # Triton: start with dynamic_batching { }
+    assert (
+        batch_runs.BatchingSettings().preferred_batch_sizes == []
+    )  # Triton: start with dynamic_batching { }
 
 
 def test_batch_histogram_counts_the_measured_window_only(server, monkeypatch):
@@ -79,12 +81,12 @@ def test_batch_histogram_counts_the_measured_window_only(server, monkeypatch):
     # plus a tenth of the window, as the statistics are read on timers beside the bench's own clock.
     monkeypatch.setattr(Bt, "WARMUP_S", 3.0)
     result = Bt.compare_batching(
-        server.endpoint, Bt.BatchingSettings(True, 2000, [], 1), concurrency=4, duration_s=2.0
+        server.endpoint, batch_runs.BatchingSettings(True, 2000, [], 1), concurrency=4, duration_s=2.0
     )
     for r in (result["off"], result["on"]):
         assert r.requests >= 8 and r.errors == 0
         images = sum(size * n for size, n in r.batch_histogram.items())
-        warmup = r.throughput_rps * Bt.WARMUP_S  # what the warm-up would add to the histogram
+        warmup = r.throughput_rps * batch_runs.WARMUP_S  # what the warm-up would add to the histogram
         slack = max(2 * r.concurrency + 2, 0.1 * r.requests)
         assert abs(images - r.requests) <= slack < warmup, (images, r.requests, warmup)
     assert set(result["off"].batch_histogram) == {1}
@@ -92,9 +94,9 @@ def test_batch_histogram_counts_the_measured_window_only(server, monkeypatch):
 
 def _result(rps_off: float, rps_on: float) -> dict:
     lat = {"p50": 30.0, "p90": 40.0, "p99": 50.0}
-    off = Bt.ExperimentResult(Bt.BatchingSettings(False), 8, rps_off, lat, 100, 0, {1: 100})
-    on = Bt.ExperimentResult(
-        Bt.BatchingSettings(True, 2000, [], 1),
+    off = batch_runs.ExperimentResult(batch_runs.BatchingSettings(False), 8, rps_off, lat, 100, 0, {1: 100})
+    on = batch_runs.ExperimentResult(
+        batch_runs.BatchingSettings(True, 2000, [], 1),
         8,
         rps_on,
         {"p50": 33.0, "p90": 45.0, "p99": None},
@@ -126,7 +128,7 @@ def test_batching_lab_explains_a_slowdown_in_the_readers_language(embedded):
         "lab_batching.hist_caption",
         c=8,
         s=3.0,
-        w=Bt.WARMUP_S,
+        w=batch_runs.WARMUP_S,
         off_images=100,
         on_images=90,
         off_requests=100,

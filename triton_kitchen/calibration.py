@@ -199,7 +199,7 @@ def calibrate(
 
 
 def batcher_for(settings, max_batch_size: int) -> BatcherConfig:
-    """The simulator's config for the batching lab's settings (``batching.BatchingSettings``)."""
+    """The simulator's config for the batching lab's settings (``batch_runs.BatchingSettings``)."""
     return BatcherConfig(
         max_batch_size=max_batch_size,
         dynamic_batching=bool(settings.enabled),

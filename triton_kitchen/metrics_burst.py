@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from triton_kitchen import metrics, scheduling
+from triton_kitchen import burst, metrics
+from triton_kitchen.catalog import CLASSIFIER
 from triton_kitchen.endpoint import Endpoint
 
-MODEL = scheduling.MODEL
+MODEL = CLASSIFIER
 SHOWN = ("nv_inference_request_success", "nv_inference_count", "nv_inference_exec_count")
 COUNTED_TIMEOUT_S = 2.0  # the counters move a moment after the answers
 
@@ -36,21 +37,21 @@ class CountedBurst:
 
 
 def count_a_burst(endpoint: Endpoint, n: int = 8) -> CountedBurst:
-    """Scrape, send ``n`` requests at once to the classifier (:func:`scheduling.burst`), scrape again.
+    """Scrape, send ``n`` requests at once to the classifier (:func:`burst.burst`), scrape again.
     Raises metrics.MetricsError when nothing answers on the metrics port."""
     url = metrics.address_of(endpoint)
     text = metrics.fetch(url)
-    burst = scheduling.burst(endpoint, n)
+    sent = burst.burst(endpoint, n)
     deadline = time.monotonic() + COUNTED_TIMEOUT_S
     while True:  # until every answered request is counted (another client's only add to it)
         after = metrics.fetch(url)
         d = metrics.delta(metrics.parse(text), metrics.parse(after)).get(MODEL, metrics.ModelMetrics())
-        if d.inferences >= burst.answered or time.monotonic() > deadline:
+        if d.inferences >= sent.answered or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     return CountedBurst(
         n,
-        burst.answered,
+        sent.answered,
         d,
         metrics.model_lines(text, MODEL, SHOWN),
         metrics.model_lines(after, MODEL, SHOWN),

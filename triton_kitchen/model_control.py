@@ -9,7 +9,7 @@ Two ways to change ``hflip`` (a small model of its own: only ``tta_ensemble`` ca
 
 A few client threads call the model without pause from before the change until after it; each request is
 recorded with its start, end and Triton's error text. The original config is restored afterwards
-(:func:`batching.overridden`, which also keeps two experiments off the same server at once).
+(:func:`override.overridden`, which also keeps two experiments off the same server at once).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tritonclient.grpc as grpcclient
 
-from triton_kitchen import batching, kserve
+from triton_kitchen import kserve, override
 from triton_kitchen.endpoint import Endpoint
 
 MODEL = "hflip"
@@ -119,13 +119,13 @@ def change_under_load(
     endpoint: Endpoint, way: str, model: str = MODEL, clients: int = CLIENTS
 ) -> ControlResult:
     """Change ``model`` the ``way`` named while ``clients`` threads call it; restore its config afterwards.
-    Raises batching.BatchingError (busy, no control API, a refused load)."""
+    Raises override.BatchingError (busy, no control API, a refused load)."""
     if way not in WAYS:
-        raise batching.BatchingError(f"way must be one of {', '.join(WAYS)}", "bad_settings")
+        raise override.BatchingError(f"way must be one of {', '.join(WAYS)}", "bad_settings")
     result = ControlResult(way, model)
     lock = threading.Lock()
     stop = threading.Event()
-    with batching.overridden(endpoint, model) as original:
+    with override.overridden(endpoint, model) as original:
         t0 = time.perf_counter()
         threads = [
             threading.Thread(target=_caller(endpoint, model, t0, result.requests, lock, stop), daemon=True)
@@ -137,14 +137,14 @@ def change_under_load(
             time.sleep(BEFORE_S)
             result.change_start_s = time.perf_counter() - t0
             if way == "reload":
-                batching.load_model(endpoint, model, two_instances(original))
+                override.load_model(endpoint, model, two_instances(original))
             else:
                 try:
                     kserve.unload_model(endpoint, model)
                 except kserve.KServeError as exc:
                     code = "no_control_api" if exc.code == "no_control_api" else "load_failed"
-                    raise batching.BatchingError(f"unload {model}: {exc.detail}", code) from exc
-                batching.load_model(endpoint, model)
+                    raise override.BatchingError(f"unload {model}: {exc.detail}", code) from exc
+                override.load_model(endpoint, model)
             result.change_end_s = time.perf_counter() - t0
             time.sleep(AFTER_S)
         finally:

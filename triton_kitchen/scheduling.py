@@ -1,10 +1,10 @@
 """Chapter 9's live experiments on the scheduler: instance counts, priority levels, queue policies, Little's law.
 
-Every experiment runs on the real ``classifier``. Instance counts go through the batching lab's machinery
-(:func:`batching.compare_settings`: reload with other settings, bounded load, restore). Priority and queue
-policy load a temporary ``dynamic_batching`` block through the repository API with a config override
-(:func:`batching.overridden` restores the original config afterwards, on error too), then send one *burst*:
-many requests at once on the app's gRPC client, each answered or refused with Triton's own error text.
+Every experiment runs on the real ``classifier``. Instance counts go through :func:`batch_runs.compare_settings`
+(reload with other settings, bounded load, restore). Priority and queue policy load a temporary
+``dynamic_batching`` block through the repository API with a config override (:func:`override.overridden`
+restores the original config afterwards, on error too), then send one :func:`burst.burst`: many requests at
+once on the app's gRPC client, each answered or refused with Triton's own error text.
 Little's law is read from two closed-loop runs of :func:`bench.run_bench` on the model as loaded.
 
 Each result can say which outcome happened (``outcome()``), so a page can set it beside the student's
@@ -14,33 +14,27 @@ prediction. Numbers are measured; nothing here is simulated.
 from __future__ import annotations
 
 import copy
-import itertools
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import tritonclient.grpc as grpcclient
-
-from triton_kitchen import batching, clients
+from triton_kitchen import batch_runs
 from triton_kitchen.bench import BenchProgress, BenchResult, run_bench
+from triton_kitchen.burst import MAX_BURST, Burst, burst, warm_up
 from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.override import MODEL, BatchingError, load_model, overridden
 
-MODEL = batching.MODEL
-MAX_BURST = 64
-BURST_TIMEOUT_S = 60.0
 ACTIONS = ("REJECT", "DELAY")
 MAX_TIMEOUT_US = 1_000_000
 HIGH = 1  # Triton's priority 1 is the highest level
 # A pause between answers this long (ms) in the priority run is said on the page: with priority levels on, Triton's
 # batcher idles about 0.5 s (its thread's default wait) in most bursts, never without (benchmarks/priority_pause.py)
 PAUSE_NOTE_MS = 300.0
-SAME_BATCH_MS = 10.0  # answers this close (ms) came from one batch (batches of 8 take tens of ms here)
 LOW = 2  # with priority_levels: 2, the default level of our priority config
 
 
-class SchedulingError(batching.BatchingError):
+class SchedulingError(BatchingError):
     """A setting outside what the chapter allows (``bad_settings``), or the repository API refused a load."""
 
 
@@ -125,170 +119,6 @@ def pbtxt(cfg: dict) -> str:
 
 
 # -- a burst -------------------------------------------------------------------------------------------------
-@dataclass
-class Sent:
-    """One request of a burst: when it left (ms after the burst began), its answer time, Triton's error."""
-
-    index: int
-    priority: int  # 0: none given (the model's default level)
-    sent_ms: float
-    done_ms: float | None = None
-    error: str = ""  # Triton's text, verbatim ("[StatusCode.UNAVAILABLE] Request timeout expired")
-
-    @property
-    def ok(self) -> bool:
-        return self.done_ms is not None and not self.error
-
-    @property
-    def latency_ms(self) -> float | None:
-        return None if self.done_ms is None else self.done_ms - self.sent_ms
-
-
-@dataclass
-class Burst:
-    label: str
-    config_text: str  # the dynamic_batching block that was loaded, as pbtxt
-    sent: list[Sent] = field(default_factory=list)
-
-    @property
-    def answered(self) -> int:
-        return sum(1 for s in self.sent if s.ok)
-
-    @property
-    def refused(self) -> int:
-        return sum(1 for s in self.sent if s.error)
-
-    def errors(self) -> dict[str, int]:
-        """Each distinct error text and how many requests got it."""
-        return dict(Counter(s.error for s in self.sent if s.error))
-
-    def finish_ranks(self, priority: int) -> list[int]:
-        """Where requests of ``priority`` finished among the answered (1 = first answer), sorted."""
-        done = sorted((s for s in self.sent if s.ok), key=lambda s: s.done_ms)
-        return sorted(n for n, s in enumerate(done, start=1) if s.priority == priority)
-
-    def longest_pause_ms(self) -> float | None:
-        """The longest time between two consecutive answers (ms): how long the server went without finishing a
-        batch. None with fewer than two answers."""
-        done = sorted(s.done_ms for s in self.sent if s.ok)
-        return max((b - a for a, b in itertools.pairwise(done)), default=None)
-
-    def still_waiting(self, priority: int) -> list[Sent]:
-        """The answered requests that requests of ``priority`` could overtake (those of ``priority`` too), in the
-        order they finished: not yet answered when the first of them left the client, and not in the batch the
-        server was finishing then (the first batch answered after, if it holds none of them: a running batch is
-        never interrupted, and one formed before they arrived could not take them)."""
-        late = [s.sent_ms for s in self.sent if s.priority == priority]
-        if not late:
-            return []
-        after = sorted((s for s in self.sent if s.ok and s.done_ms > min(late)), key=lambda s: s.done_ms)
-        if after:  # one batch's answers reach the client within a few ms of each other
-            batch = [s for s in after if s.done_ms <= after[0].done_ms + SAME_BATCH_MS]
-            if all(s.priority != priority for s in batch):
-                after = after[len(batch) :]
-        return after
-
-    def ahead_of_waiting(self, priority: int) -> tuple[int, int]:
-        """How many of the other requests in ``still_waiting`` finished clearly after the median request of
-        ``priority`` (more than ``SAME_BATCH_MS`` later: in the same batch is not ahead), and how many there were."""
-        waiting = self.still_waiting(priority)
-        mine = sorted(s.done_ms for s in waiting if s.priority == priority)
-        others = [s for s in waiting if s.priority != priority]
-        if not mine:
-            return 0, len(others)
-        median = mine[len(mine) // 2]
-        return sum(1 for s in others if s.done_ms > median + SAME_BATCH_MS), len(others)
-
-    def mean_latency_ms(self, priority: int | None = None) -> float | None:
-        values = [s.latency_ms for s in self.sent if s.ok and (priority is None or s.priority == priority)]
-        return sum(values) / len(values) if values else None
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "index": s.index,
-                "priority": s.priority,
-                "sent_ms": s.sent_ms,
-                "done_ms": s.done_ms,
-                "latency_ms": s.latency_ms,
-                "ok": s.ok,
-                "error": s.error,
-            }
-            for s in self.sent
-        ]
-
-
-def _input():
-    x = batching.classifier_inputs()["input"]
-    tensor = grpcclient.InferInput("input", list(x.shape), "FP32")
-    tensor.set_data_from_numpy(x)
-    return tensor
-
-
-def burst(
-    endpoint: Endpoint,
-    n: int,
-    late: int = 0,
-    late_priority: int = 0,
-    gap_s: float = 0.02,
-    label: str = "",
-    config_text: str = "",
-    timeout_s: float = BURST_TIMEOUT_S,
-) -> Burst:
-    """``n`` requests to the classifier at once (no priority given), then, ``gap_s`` later, ``late`` more with
-    ``late_priority``; waits for every answer (or ``timeout_s``). On the app's one gRPC client, asynchronous:
-    no thread per request."""
-    if not 1 <= n + late <= MAX_BURST:
-        raise SchedulingError(f"a burst is 1..{MAX_BURST} requests", "bad_settings")
-    client = clients.grpc_client(endpoint)
-    tensor = _input()
-    outputs = [grpcclient.InferRequestedOutput("logits")]
-    out = Burst(label, config_text)
-    lock = threading.Lock()
-    all_done = threading.Event()
-    t0 = time.perf_counter()
-
-    def answered(item: Sent):
-        def callback(result, error) -> None:  # tritonclient calls it with these keywords
-            del result
-            with lock:
-                item.done_ms = (time.perf_counter() - t0) * 1000
-                item.error = "" if error is None else str(error)
-                if all(s.done_ms is not None for s in out.sent) and len(out.sent) == n + late:
-                    all_done.set()
-
-        return callback
-
-    def send(i: int, priority: int) -> None:
-        item = Sent(i, priority, (time.perf_counter() - t0) * 1000)
-        with lock:
-            out.sent.append(item)
-        client.async_infer(
-            MODEL,
-            [tensor],
-            answered(item),
-            outputs=outputs,
-            priority=priority,
-            client_timeout=timeout_s,
-        )
-
-    for i in range(n):
-        send(i, 0)
-    if late:
-        time.sleep(gap_s)
-        for i in range(n, n + late):
-            send(i, late_priority)
-    all_done.wait(timeout_s + 1.0)
-    with lock:
-        for s in out.sent:
-            if s.done_ms is None:
-                s.error = f"no answer within {timeout_s:g} s"
-    return out
-
-
-def warm_up(endpoint: Endpoint) -> None:
-    """A few calls to a freshly loaded classifier, whose first calls are slow: kept out of the measurement."""
-    burst(endpoint, 4)
 
 
 # -- the experiments -----------------------------------------------------------------------------------------
@@ -323,12 +153,12 @@ class PriorityResult:
 def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: float = 0.02) -> PriorityResult:
     """The same burst twice: ``early`` requests at the default priority, then ``late`` at the highest. First
     with no priority levels (first come, first served), then with two levels. Original config restored."""
-    with batching.overridden(endpoint, MODEL) as original:
+    with overridden(endpoint, MODEL) as original:
         bursts = []
         for levels in (0, 2):
             cfg = priority_config(original, levels)
-            batching.load_model(endpoint, MODEL, cfg)
-            time.sleep(batching.SETTLE_S)
+            load_model(endpoint, MODEL, cfg)
+            time.sleep(batch_runs.SETTLE_S)
             warm_up(endpoint)
             bursts.append(
                 burst(
@@ -359,17 +189,17 @@ class QueueResult:
 def queue_demo(endpoint: Endpoint, policy: QueuePolicy, n: int = 32) -> QueueResult:
     """One burst of ``n`` requests against the classifier with ``policy``; original config restored."""
     policy.check()
-    with batching.overridden(endpoint, MODEL) as original:
+    with overridden(endpoint, MODEL) as original:
         cfg = queue_config(original, policy)
-        batching.load_model(endpoint, MODEL, cfg)
-        time.sleep(batching.SETTLE_S)
+        load_model(endpoint, MODEL, cfg)
+        time.sleep(batch_runs.SETTLE_S)
         warm_up(endpoint)
         return QueueResult(burst(endpoint, n, label="queue policy", config_text=pbtxt(cfg)), policy)
 
 
 @dataclass
 class InstanceResult:
-    results: list[batching.ExperimentResult]
+    results: list[batch_runs.ExperimentResult]
 
     def ratio(self) -> float | None:
         """Throughput with the last setting over the first."""
@@ -396,22 +226,22 @@ def compare_instances(
 ) -> InstanceResult:
     """One instance, then ``count``, the same closed-loop load (the batching lab's machinery)."""
     settings = [
-        batching.BatchingSettings(dynamic_batching, 0, [], n) for n in (1, count)
+        batch_runs.BatchingSettings(dynamic_batching, 0, [], n) for n in (1, count)
     ]  # delay 0: the batcher never waits, so only the instance count differs
     return InstanceResult(
-        batching.compare_settings(endpoint, settings, concurrency, duration_s, stop=stop, progress=progress)
+        batch_runs.compare_settings(endpoint, settings, concurrency, duration_s, stop=stop, progress=progress)
     )
 
 
 def gpu_refusal(endpoint: Endpoint) -> str:
     """Ask Triton to load the classifier on KIND_GPU; return its refusal verbatim ("" if it loaded: a GPU is
     there). The original config is restored either way."""
-    with batching.overridden(endpoint, MODEL) as original:
+    with overridden(endpoint, MODEL) as original:
         cfg = copy.deepcopy(original)
         cfg["instance_group"] = [{"kind": "KIND_GPU", "count": 1}]
         try:
-            batching.load_model(endpoint, MODEL, cfg)  # the lab's checks: KIND_GPU is an allowed kind
-        except batching.BatchingError as exc:
+            load_model(endpoint, MODEL, cfg)  # the lab's checks: KIND_GPU is an allowed kind
+        except BatchingError as exc:
             if exc.code == "no_control_api":
                 raise  # the repository API is closed to us: no verdict of Triton's about the GPU
             return triton_text(exc.detail)
@@ -486,7 +316,7 @@ def littles_law(
                 "grpc",
                 c,
                 duration_s,
-                inputs=batching.classifier_inputs(),
+                inputs=batch_runs.classifier_inputs(),
                 output_names=["logits"],
                 warmup_s=0.5,
                 stop=stop,

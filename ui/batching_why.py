@@ -8,7 +8,7 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import batching, metrics, sim_figures
+from triton_kitchen import batch_runs, batching, metrics, override, sim_figures
 from triton_kitchen.endpoint import Endpoint
 from ui import errors, server, tables
 from ui.i18n import lang, t
@@ -56,7 +56,7 @@ def prediction_table(off, on, calibration_error=None) -> None:
 
 
 def server_split(name: str, r) -> None:
-    """The batching lab's line pair for one setting (``batching.ExperimentResult``)."""
+    """The batching lab's line pair for one setting (``batch_runs.ExperimentResult``)."""
     why_lines(t(f"lab_batching.series_{name}"), r.server, r.littles_law, r.mean_latency_ms, r.throughput_rps)
 
 
@@ -111,7 +111,7 @@ def why_lines(label: str, s: dict | None, law: dict | None, mean: float | None, 
 
 
 def offered_load_section(
-    ep: Endpoint, settings: batching.BatchingSettings, capacity: float | None, cal=None
+    ep: Endpoint, settings: batch_runs.BatchingSettings, capacity: float | None, cal=None
 ) -> None:
     """Open-loop points at fractions of the measured capacity: throughput follows the offered rate until the
     knee, where latency climbs."""
@@ -208,11 +208,11 @@ def metrics_panel(ep: Endpoint, titled: bool = True) -> None:
         return
     before = st.session_state.get("why_metrics_prev")
     st.session_state["why_metrics_prev"] = now
-    m = now.models.get(batching.MODEL)
+    m = now.models.get(override.MODEL)
     if m is None:
         st.caption(t("why.metrics_no_model"))
         return
-    d = metrics.delta(before, now).get(batching.MODEL) if before else None
+    d = metrics.delta(before, now).get(override.MODEL) if before else None
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric(t("why.m_success"), f"{m.success:,.0f}", help=t("why.m_success_help"))
     c2.metric(t("why.m_failure"), f"{m.failure:,.0f}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import experiments, scheduling
+from triton_kitchen import experiments, override, scheduling
 from ui import errors, predict, server, tables
 from ui.i18n import t
 from ui.lesson import page_link, render_lesson
@@ -36,7 +36,7 @@ def instances() -> None:
     count = c1.slider(
         t("ch9.inst_count"),
         2,
-        scheduling.batching.MAX_INSTANCES,
+        override.MAX_INSTANCES,
         2,
         key="ch9_inst_count",
         persist_state="session",

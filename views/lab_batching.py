@@ -10,7 +10,7 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import batching, bench
+from triton_kitchen import batch_runs, batching, bench, override
 from ui import batching_why, classroom, errors, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box
@@ -46,7 +46,7 @@ preferred = c2.multiselect(
     placeholder=t("lab_batching.preferred_none"),
 )
 instances = c3.slider(
-    t("lab_batching.instances"), 1, batching.MAX_INSTANCES, 1, key="batch_instances", persist_state="session"
+    t("lab_batching.instances"), 1, override.MAX_INSTANCES, 1, key="batch_instances", persist_state="session"
 )
 c4, c5 = st.columns(2)
 concurrency = c4.slider(
@@ -66,7 +66,7 @@ if run:
         base = 0.0 if name == "off" else 0.5
         bar.progress(min(1.0, base + p.fraction / 2), text=t(f"lab_batching.phase_{name}", done=p.done))
 
-    settings = batching.BatchingSettings(True, int(delay), sorted(preferred), int(instances))
+    settings = batch_runs.BatchingSettings(True, int(delay), sorted(preferred), int(instances))
     stop = threading.Event()
     watch = server.server_watch(stop)  # a dead server ends the run at once
     try:
@@ -90,7 +90,7 @@ if run:
     server.say_if_stopped_by_death()
 
 
-def _setting(s: batching.BatchingSettings) -> str:
+def _setting(s: batch_runs.BatchingSettings) -> str:
     """The setting in the reader's language (the JSON download keeps the library's English label)."""
     if not s.enabled:
         return t("lab_batching.setting_off", n=s.instance_count)
@@ -141,7 +141,7 @@ if result and result.get("on") and result.get("off"):
             "lab_batching.hist_caption",
             c=result["concurrency"],
             s=result["duration_s"],
-            w=batching.WARMUP_S,
+            w=batch_runs.WARMUP_S,
             off_images=off.images,
             on_images=on.images,
             off_requests=off.requests,
