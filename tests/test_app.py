@@ -495,6 +495,21 @@ def test_http_request_viewer(remote):
     assert any("HTTP 200" in m.value for m in at.markdown)
 
 
+def test_http_request_viewer_sends_the_open_tabs_request(remote):
+    """With the JSON tab open the button sends the JSON request; the prediction (about the binary one) is not revealed."""
+    from ui.boxes import OPEN_TABS
+
+    at = open_page(CHAPTER_PAGES[3], "en")
+    at.session_state[OPEN_TABS] = {"ch4_form_tabs": "json"}
+    at.session_state["tk_tabs_drawn"] = {}  # drawn again, opening on the remembered tab
+    at.run()
+    at.radio(key="tk_predict_ch4_form").set_value("binary")
+    at.button(key="ch4_send").click().run()
+    assert not at.exception
+    assert at.session_state["ch4_response"][1].output_form() == "json"
+    assert not any(lessons.t("predict.wrong", "en") in w.value for w in at.warning)
+
+
 def test_selected_model_in_url(remote):
     at = open_page(CHAPTER_PAGES[0], "en")
     at.selectbox(key="ch1_model").set_value("classifier").run()

@@ -92,12 +92,14 @@ def request_viewer() -> None:
     if plain is not None:
         with tabs[1]:
             _request_block(plain, ep)
+    # the button sends the request of the tab that is open (the prediction is about the binary one)
+    shown = plain if plain is not None and tabs[1].open else binary
     options = {k: t(f"ch4.form_{k}") for k in ("json", "binary")}
     predict.ask("ch4_form", t("ch4.form_predict"), options)
     if server.run_button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
         predict.lock("ch4_form")
         try:
-            st.session_state["ch4_response"] = (model, rv.send_http(ep, binary))
+            st.session_state["ch4_response"] = (model, rv.send_http(ep, shown), shown.binary)
         except OSError as exc:
             errors.show_error("server_unreachable", detail=str(exc))
     sent = st.session_state.get("ch4_response")
@@ -107,7 +109,7 @@ def request_viewer() -> None:
         st.code("\n".join(f"{k}: {v}" for k, v in resp.headers.items()), language="http")
         st.code(resp.json_preview(), language="json")
         st.caption(t("ch4.response_sizes", json=len(resp.json_text.encode()), binary=resp.binary_size))
-        if resp.output_form() is not None:
+        if resp.output_form() is not None and sent[2]:
             predict.reveal("ch4_form", options, resp.output_form())
     shm_viewer(model, image, "http-shm", "ch4")
 
