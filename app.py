@@ -28,7 +28,7 @@ def configure_logging() -> None:
 
 def home() -> None:
     """The welcome page: what the app is, and the chapters with their one-line summaries."""
-    from triton_kitchen import lessons
+    from triton_kitchen.core import lessons
 
     t = i18n.t
     st.title(t("app.title"))

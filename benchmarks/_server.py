@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.server import EmbeddedServer
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.server import EmbeddedServer
 
 
 def add_server_args(ap: argparse.ArgumentParser) -> None:

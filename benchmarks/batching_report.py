@@ -24,10 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import (
-    batch_runs,  # noqa: E402
-    batching,  # noqa: E402
-)
+from triton_kitchen.labs import batching  # noqa: E402
+from triton_kitchen.tools import batch_runs
 
 OUT = Path(__file__).resolve().parent / "out"
 

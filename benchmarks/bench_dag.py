@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from triton_kitchen.config import load_repository  # noqa: E402
-from triton_kitchen.diagram import compute_layout  # noqa: E402
-from triton_kitchen.ensemble import build_dag, has_errors, validate_model  # noqa: E402
+from triton_kitchen.core.config import load_repository  # noqa: E402
+from triton_kitchen.core.ensemble import build_dag, has_errors, validate_model  # noqa: E402
+from triton_kitchen.tools.diagram import compute_layout  # noqa: E402
 
 STEP = """name: "{name}"
 backend: "python"

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import experiments  # noqa: E402
-from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg  # noqa: E402
+from triton_kitchen.core.samples import SAMPLE_PHOTOS, sample_jpeg  # noqa: E402
+from triton_kitchen.labs import experiments  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from _server import start_streamlit  # noqa: E402
 
-from triton_kitchen import lessons  # noqa: E402
 from triton_kitchen.classroom import ClassStore, class_report  # noqa: E402
-from triton_kitchen.server import EmbeddedServer, free_port  # noqa: E402
+from triton_kitchen.core import lessons  # noqa: E402
+from triton_kitchen.core.server import EmbeddedServer, free_port  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out"
 CLASS = "load"

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from _server import start_streamlit  # noqa: E402
 
-from triton_kitchen.server import free_port  # noqa: E402
+from triton_kitchen.core.server import free_port  # noqa: E402
 
 
 @dataclass

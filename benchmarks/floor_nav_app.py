@@ -11,7 +11,7 @@ from _floor import floor_title
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from triton_kitchen import lessons  # noqa: E402
+from triton_kitchen.core import lessons  # noqa: E402
 from ui import pages  # noqa: E402
 
 st.set_page_config(page_title="Triton Kitchen", page_icon="🍳", layout="wide")  # as app.py

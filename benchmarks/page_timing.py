@@ -52,8 +52,8 @@ from _floor import FLOOR_TITLE  # noqa: E402
 from _server import start_streamlit  # noqa: E402
 from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
-from triton_kitchen import lessons  # noqa: E402
-from triton_kitchen.server import free_port  # noqa: E402
+from triton_kitchen.core import lessons  # noqa: E402
+from triton_kitchen.core.server import free_port  # noqa: E402
 from ui.pages import LABS  # noqa: E402
 
 FRESH_TARGET = 1.3  # a fresh tab within this many times the floor app's

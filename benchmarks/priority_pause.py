@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import (  # noqa: E402
+from triton_kitchen.core import override  # noqa: E402
+from triton_kitchen.labs import scheduling  # noqa: E402
+from triton_kitchen.tools import (
     batch_runs,  # noqa: E402
     burst,  # noqa: E402
-    override,  # noqa: E402
-    scheduling,
 )
 
 

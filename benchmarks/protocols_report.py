@@ -11,7 +11,7 @@ call, and a perf_analyzer cross-check. Writes under benchmarks/out/ (gitignored)
     python benchmarks/protocols_report.py --url localhost:8000 --grpc-url localhost:8001
     python benchmarks/protocols_report.py --duration 5 --cross-check all
 
-Engine: triton_kitchen.bench (Python client, one connection per worker). perf_analyzer (C++) is the
+Engine: triton_kitchen.tools.bench (Python client, one connection per worker). perf_analyzer (C++) is the
 check, alternating with the engine on the same model, protocol, concurrency and input.
 """
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import bench, bench_figures, perf_analyzer, protocols  # noqa: E402
+from triton_kitchen.tools import bench, bench_figures, perf_analyzer, protocols  # noqa: E402
 
 MODELS = ("ensemble_pipeline", "image_classifier")
 CONCURRENCIES = (1, 4, 16)

@@ -30,7 +30,7 @@ import psutil  # noqa: E402
 from conftest import WATCH_SCRIPT_STATE  # noqa: E402
 from page_timing import CHROMIUM, CHROMIUM_ARGS, FLOOR_TITLE, page_titles, start_app  # noqa: E402
 
-from triton_kitchen import lessons  # noqa: E402
+from triton_kitchen.core import lessons  # noqa: E402
 
 # quiet: the app's script state (conftest.WATCH_SCRIPT_STATE) is not running and did not change for 0.3 s
 _QUIET_JS = """(since) => {

@@ -35,7 +35,7 @@ from page_timing import (  # noqa: E402
     wait_for_triton,
 )
 
-from triton_kitchen import lessons  # noqa: E402
+from triton_kitchen.core import lessons  # noqa: E402
 
 REFERENCES = {"(sidebar)": "benchmarks/floor_sidebar_app.py", "(navigation)": "benchmarks/floor_nav_app.py"}
 

@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen import (  # noqa: E402
+from triton_kitchen.core import override
+from triton_kitchen.tools import (
     batch_runs,  # noqa: E402
-    calibration,
-    override,  # noqa: E402
+    calibration,  # noqa: E402
 )
-from triton_kitchen.bench import run_bench  # noqa: E402
+from triton_kitchen.tools.bench import run_bench  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 

@@ -29,7 +29,7 @@ def _as_postgres(cmd: list[str]) -> list[str]:
 @contextlib.contextmanager
 def postgres_server():
     """Yields ``postgresql://kitchen@127.0.0.1:PORT/kitchen`` of a fresh server."""
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.server import free_port
 
     bindir = pg_bindir()
     if bindir is None:

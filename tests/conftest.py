@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from triton_kitchen.server import EmbeddedServer
+from triton_kitchen.core.server import EmbeddedServer
 
 
 @pytest.fixture(scope="session")
@@ -230,7 +230,7 @@ def streamlit_app(env: dict[str, str | None] | None = None, log_name: str = "str
     import subprocess
     import sys
 
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.server import free_port
 
     port = free_port()
     full_env = dict(os.environ)

@@ -17,7 +17,7 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import catalog, lessons
+from triton_kitchen.core import catalog, lessons
 from ui import lesson as ui_lesson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ TIMEOUT = 60
 def remote(server, monkeypatch):
     """Point the app at the session's server as a remote, through the environment, its metrics port closed
     (a port nobody listens on: the host's 8002 may be another server's, such as a parallel test's app)."""
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.server import free_port
 
     conftest.use_remote(monkeypatch, server, TRITON_METRICS_URL=f"127.0.0.1:{free_port()}")
     return server
@@ -86,7 +86,7 @@ def test_page_renders(remote, page, lang):
         ):
             assert key not in shown, f"untranslated key {key} on {page}"
     # the map of a request's life under the title, this chapter's stages as badges
-    from triton_kitchen import request_map
+    from triton_kitchen.core import request_map
 
     mapped = next(m.value for m in at.markdown if m.value.startswith(lessons.t("map.title", lang)))
     for stage, on in request_map.stages(chapter):
@@ -540,7 +540,7 @@ def test_embedded_default_path(server, monkeypatch):
 
 
 def test_dead_remote_server_is_a_message(server, monkeypatch):
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.server import free_port
 
     port = free_port()
     monkeypatch.setenv("TRITON_HTTP_URL", f"127.0.0.1:{port}")
@@ -557,11 +557,11 @@ def test_dead_remote_server_is_a_message(server, monkeypatch):
 def test_one_way_from_an_error_to_its_message():
     """ui.errors.message_for: a KitchenError by its code, source-specific words first, shared codes, the
     generic message last; today's texts of the flow and batching labs kept."""
-    from triton_kitchen.errors import KitchenError
-    from triton_kitchen.flow import FlowError
-    from triton_kitchen.kserve import KServeError
-    from triton_kitchen.override import BatchingError
-    from triton_kitchen.protocols import ProtocolError
+    from triton_kitchen.core.errors import KitchenError
+    from triton_kitchen.core.kserve import KServeError
+    from triton_kitchen.core.override import BatchingError
+    from triton_kitchen.tools.flow import FlowError
+    from triton_kitchen.tools.protocols import ProtocolError
     from ui.errors import message_for
 
     flow = message_for(FlowError("bad_config", "line 1"), "en")
@@ -588,7 +588,7 @@ def test_every_code_the_library_raises_has_its_own_message():
     import pkgutil
 
     import triton_kitchen
-    from triton_kitchen.errors import KitchenError
+    from triton_kitchen.core.errors import KitchenError
     from ui.errors import message_for
 
     for module in pkgutil.walk_packages(triton_kitchen.__path__, "triton_kitchen."):
@@ -664,7 +664,7 @@ def test_an_unexpected_error_is_logged_with_its_traceback_not_shown(caplog):
 def _budget_page():
     import streamlit as st
 
-    from triton_kitchen.budget import LAB_BUDGET
+    from triton_kitchen.core.budget import LAB_BUDGET
     from ui import server
 
     st.session_state["free"] = server.lab_run(1, lambda: 42)

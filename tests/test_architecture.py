@@ -11,22 +11,26 @@ ROOT = Path(__file__).resolve().parents[1]
 TEXT = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
 
+FLOORS = ("core", "tools", "labs", "cli")  # triton_kitchen/'s packages, bottom to top
+
+
+def _entries(folder: Path):
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(("__", ".")):
+            continue
+        if path.is_dir() or path.suffix == ".py":
+            yield path
+
+
 def test_every_library_and_ui_module_is_on_the_map():
     missing = []
-    for folder in ("triton_kitchen", "ui"):
-        for path in sorted((ROOT / folder).iterdir()):
-            if path.name.startswith(("__", ".")) or path.name == "__pycache__":
-                continue
-            if path.is_dir() and not any(path.glob("*.py")):
-                name = f"{path.name}/"  # a data folder
-            elif path.is_dir():
-                name = f"{path.name}/"
-            elif path.suffix == ".py":
-                name = path.name
-            else:
-                continue
-            if f"`{name}" not in TEXT and f"`{folder}/{name}" not in TEXT:
-                missing.append(f"{folder}/{name}")
+    folders = [ROOT / "ui", ROOT / "triton_kitchen", *(ROOT / "triton_kitchen" / f for f in FLOORS)]
+    for folder in folders:
+        for path in _entries(folder):
+            name = f"{path.name}/" if path.is_dir() else path.name
+            where = path.relative_to(ROOT).as_posix() + ("/" if path.is_dir() else "")
+            if f"`{name}" not in TEXT and f"`{where}" not in TEXT:
+                missing.append(where)
     assert missing == [], f"ARCHITECTURE.md does not say what these hold: {missing}"
 
 
@@ -34,7 +38,8 @@ def test_every_path_it_names_exists():
     named = set(re.findall(r"`((?:[\w.-]+/)+[\w.-]*)`", TEXT))
     named |= {m for m in re.findall(r"`([\w/.-]+\.(?:py|md|toml|txt|json|yml))`", TEXT) if "/" in m}
     # a path may be relative to the root, to the package it is listed under, or to a model's folder
-    bases = [ROOT, ROOT / "triton_kitchen", ROOT / "ui", *(ROOT / "model_repository").iterdir()]
+    bases = [ROOT, ROOT / "triton_kitchen", *(ROOT / "triton_kitchen" / f for f in FLOORS), ROOT / "ui"]
+    bases += list((ROOT / "model_repository").iterdir())
     placeholders = ("NN", "slug", "chN", "<", "*")
     absent = [
         p for p in sorted(named)

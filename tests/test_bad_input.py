@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from triton_kitchen.classify import ClassifyError, classify
-from triton_kitchen.demo import run_tutorial
-from triton_kitchen.imaging import MAX_BYTES, ImageError, load_image
-from triton_kitchen.lessons import LANGS, t
+from triton_kitchen.core.classify import ClassifyError, classify
+from triton_kitchen.core.imaging import MAX_BYTES, ImageError, load_image
+from triton_kitchen.core.lessons import LANGS, t
+from triton_kitchen.labs.demo import run_tutorial
 
 
 def message_in_every_language(code: str) -> None:

@@ -7,12 +7,13 @@ import conftest
 import pytest
 from conftest import switch_page
 
-from triton_kitchen import batch_runs, override
-from triton_kitchen import batching as Bt
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.kserve import KServeError
-from triton_kitchen.server import free_port
+from triton_kitchen.core import override
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.kserve import KServeError
+from triton_kitchen.core.server import free_port
+from triton_kitchen.labs import batching as Bt
+from triton_kitchen.tools import batch_runs
 
 BASE = {
     "name": "classifier",
@@ -95,7 +96,7 @@ def test_batching_lab_page_renders(server, monkeypatch):
 
     from streamlit.testing.v1 import AppTest
 
-    from triton_kitchen import lessons
+    from triton_kitchen.core import lessons
 
     conftest.use_remote(monkeypatch, server)
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)

@@ -9,7 +9,7 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import lessons
+from triton_kitchen.core import lessons
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

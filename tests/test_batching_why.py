@@ -10,7 +10,7 @@ from _screen_checks import apptest_screen, problems_on_screen
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import lessons, override
+from triton_kitchen.core import lessons, override
 from ui import batching_why
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -11,11 +11,11 @@ import time
 import numpy as np
 import pytest
 
-from triton_kitchen import bench as B
-from triton_kitchen import perf_analyzer
 from triton_kitchen.__main__ import main
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols import CountingProxy, make_caller, sample_inputs
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.tools import bench as B
+from triton_kitchen.tools import perf_analyzer
+from triton_kitchen.tools.protocols import CountingProxy, make_caller, sample_inputs
 
 
 @pytest.fixture(scope="module")
@@ -374,7 +374,7 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
 
 
 def test_cli_says_which_port_a_protocol_needs(server):
-    from triton_kitchen.cli import _url_hint
+    from triton_kitchen.cli.main import _url_hint
 
     assert _url_hint(server.http_url, "http-binary") is None
     assert _url_hint(server.grpc_url, "grpc") is None

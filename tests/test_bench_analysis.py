@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from triton_kitchen import bench as B
-from triton_kitchen import stability
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.server import free_port
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.server import free_port
+from triton_kitchen.tools import bench as B
+from triton_kitchen.tools import stability
 
 pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
 
@@ -81,7 +81,7 @@ def test_stable_runs_merge_their_last_three_windows(server):
 def test_without_a_statistics_api_the_run_still_measures_and_says_why(server):
     # the gRPC port answers inference; "HTTP" points at a closed port, so no statistics can be read
     ep = Endpoint(http_url=f"127.0.0.1:{free_port()}", grpc_url=server.grpc_url)
-    _, inputs = __import__("triton_kitchen.protocols", fromlist=["sample_inputs"]).sample_inputs(
+    _, inputs = __import__("triton_kitchen.tools.protocols", fromlist=["sample_inputs"]).sample_inputs(
         server.endpoint, "classifier", "grpc"
     )
     r = B.run_bench(ep, "classifier", "grpc", concurrency=1, duration_s=0.5, warmup_s=0.1, inputs=inputs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from triton_kitchen import bench_figures, protocols
+from triton_kitchen.tools import bench_figures, protocols
 
 
 def _result(concurrency: int, rps: float, p99: float):

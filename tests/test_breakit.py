@@ -1,4 +1,4 @@
-"""The break-it lab (triton_kitchen.breakit, views/lab_break.py; issue 13 §5): each mistake raises the client's or
+"""The break-it lab (triton_kitchen.labs.breakit, views/lab_break.py; issue 13 §5): each mistake raises the client's or
 Triton's real error against the real server, and each fix works, over HTTP and gRPC where both apply."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import breakit, kserve
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.labs import breakit
 
 
 @pytest.mark.parametrize("make", ["http", "grpc"])

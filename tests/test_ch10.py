@@ -7,7 +7,9 @@ import pytest
 from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import kserve, lessons, metrics, model_control, wire_limits
+from triton_kitchen.core import kserve, lessons
+from triton_kitchen.labs import model_control, wire_limits
+from triton_kitchen.tools import metrics
 
 PAGE = "views/ch10_operations.py"
 

@@ -14,7 +14,7 @@ from _screen_checks import apptest_screen, problems_on_screen
 from conftest import open_app_page, predict_and_press, shown_text
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import kserve, lessons, override
+from triton_kitchen.core import kserve, lessons, override
 
 pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
 

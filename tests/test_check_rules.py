@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen import repository
-from triton_kitchen.cli import check_paths
-from triton_kitchen.config import read_model_dir
-from triton_kitchen.ensemble import CheckOptions
+from triton_kitchen.cli.main import check_paths
+from triton_kitchen.core.config import read_model_dir
+from triton_kitchen.core.ensemble import CheckOptions
+from triton_kitchen.tools import repository
 
 ROOT = Path(__file__).resolve().parents[1]
 

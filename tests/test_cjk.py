@@ -1,4 +1,4 @@
-"""Chinese Markdown as the browser gets it (triton_kitchen.cjk): no soft break between Chinese characters,
+"""Chinese Markdown as the browser gets it (triton_kitchen.core.cjk): no soft break between Chinese characters,
 no `**` that CommonMark leaves literal. Checked with markdown-it-py (CommonMark, as Streamlit's parser)
 on the real lesson files, quiz banks and UI strings as the loader hands them out."""
 
@@ -9,8 +9,8 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from triton_kitchen import cjk
-from triton_kitchen import lessons as L
+from triton_kitchen.core import cjk
+from triton_kitchen.core import lessons as L
 
 MD = MarkdownIt("commonmark").enable("table")
 _CJK = cjk.IDEOGRAPHS + cjk.FULL_WIDTH

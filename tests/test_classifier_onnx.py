@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 from skimage import data
 
-from triton_kitchen.imaging import preprocess
+from triton_kitchen.core.imaging import preprocess
 from triton_kitchen.models import build
 from triton_kitchen.models.checkpoint import (
     CheckpointError,

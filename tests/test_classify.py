@@ -7,11 +7,11 @@ import threading
 
 import pytest
 
-from triton_kitchen import clients
-from triton_kitchen.classify import ClassifyError, classify
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.server import free_port
+from triton_kitchen.core import clients
+from triton_kitchen.core.classify import ClassifyError, classify
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.server import free_port
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
@@ -91,7 +91,7 @@ def test_one_grpc_client_per_address_for_every_thread_until_closed(server, sampl
 def test_the_code_shown_beside_the_button_is_the_call_it_makes(server, sample_jpegs, protocol, tmp_path):
     """Chapter 1's snippet, run as a student would run it (exec'd as written, a photo on disk), gets the same
     top-5 as the button."""
-    from triton_kitchen.classify import client_code
+    from triton_kitchen.core.classify import client_code
 
     photo = tmp_path / "photo.jpg"
     photo.write_bytes(sample_jpegs["chelsea"])

@@ -252,7 +252,7 @@ def test_leave_stays_left_though_the_first_requests_cookie_still_names_the_stude
 
 
 def _first_question_id() -> str:
-    from triton_kitchen import lessons
+    from triton_kitchen.core import lessons
 
     return lessons.load_quiz(1, "en")[0].id
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triton_kitchen import cli
+from triton_kitchen.cli import main as cli
 
 
 def _names(parser) -> list[str]:
@@ -57,9 +57,9 @@ def test_ctrl_c_stops_with_a_line_not_a_traceback(monkeypatch, capsys):
 
 
 def test_budget_and_perf_analyzer_errors_carry_their_codes():
-    from triton_kitchen import budget
-    from triton_kitchen.errors import KitchenError
-    from triton_kitchen.perf_analyzer import PerfAnalyzerError
+    from triton_kitchen.core import budget
+    from triton_kitchen.core.errors import KitchenError
+    from triton_kitchen.tools.perf_analyzer import PerfAnalyzerError
 
     assert issubclass(PerfAnalyzerError, KitchenError) and issubclass(budget.BudgetBusy, KitchenError)
     busy = budget.BudgetBusy(wanted=2, used=8, total=8, runs=3)

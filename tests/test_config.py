@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen import config, tensors
-from triton_kitchen.config import (
+from triton_kitchen.core import config, tensors
+from triton_kitchen.core.config import (
     ConfigError,
     load_config,
     load_repository,
@@ -17,7 +17,7 @@ from triton_kitchen.config import (
     read_model_dir,
     served_versions,
 )
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core.errors import KitchenError
 
 CORPUS = Path(__file__).parent / "corpus"
 

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from triton_kitchen.config import load_repository  # noqa: E402
-from triton_kitchen.ensemble import has_errors, validate_model  # noqa: E402
+from triton_kitchen.core.config import load_repository  # noqa: E402
+from triton_kitchen.core.ensemble import has_errors, validate_model  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "case.json").is_file())
@@ -207,7 +207,7 @@ class CorpusRunner:
 
 
 def _start_server(repo: Path):
-    from triton_kitchen.server import EmbeddedServer
+    from triton_kitchen.core.server import EmbeddedServer
 
     srv = EmbeddedServer(repo, http_port=0, grpc_port=0, metrics_port=0, load_models=None, build_models=False)
     srv.start(timeout=120)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from triton_kitchen import lessons
-from triton_kitchen.diagram import COLORS, compute_layout, point_along, to_dot
-from triton_kitchen.ensemble import Dag, DagStep, DagTensor, build_dag
+from triton_kitchen.core import lessons
+from triton_kitchen.core.ensemble import Dag, DagStep, DagTensor, build_dag
+from triton_kitchen.tools.diagram import COLORS, compute_layout, point_along, to_dot
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -131,7 +131,7 @@ def test_words_come_from_ui_toml():
 def test_a_size_known_only_per_request_is_said_in_words():
     """The classifier's ensemble takes the photo and gives its top-5 labels as TYPE_STRING (BYTES on the wire):
     their size is the strings', per request. The edge says so in the reader's language, not "?" (which reads as a fault); a fixed size stays a size."""
-    from triton_kitchen.server import DEFAULT_REPOSITORY
+    from triton_kitchen.core.server import DEFAULT_REPOSITORY
 
     dag = build_dag("image_classifier", DEFAULT_REPOSITORY)
     for lang, word in (("en", "size varies"), ("zh", "大小不定")):

@@ -14,8 +14,8 @@ import yaml
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
-from triton_kitchen.server import RESTRICTED_HEADER
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint
+from triton_kitchen.core.server import RESTRICTED_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.gpu.yml").read_text())
@@ -135,8 +135,8 @@ def test_stub_imported_code_is_python_3_10():
     per-file-target-version (pyproject.toml) keeps its lint rules from suggesting 3.11 features there."""
     modules = stub_imported_modules()
     assert (
-        ROOT / "triton_kitchen" / "imaging.py" in modules
-        and ROOT / "triton_kitchen" / "postprocessing.py" in modules
+        ROOT / "triton_kitchen" / "core" / "imaging.py" in modules
+        and ROOT / "triton_kitchen" / "core" / "postprocessing.py" in modules
     )
     new_after_310 = {"tomllib"}
     for path, tree in modules.items():

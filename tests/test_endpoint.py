@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triton_kitchen.endpoint import Endpoint, with_port
+from triton_kitchen.core.endpoint import Endpoint, with_port
 
 
 @pytest.mark.parametrize(

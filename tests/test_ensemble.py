@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen.cli import run_check, run_dag
-from triton_kitchen.config import load_repository
-from triton_kitchen.ensemble import (
+from triton_kitchen.cli.main import run_check, run_dag
+from triton_kitchen.core.config import load_repository
+from triton_kitchen.core.ensemble import (
     build_dag,
     format_bytes,
     has_errors,
@@ -332,7 +332,7 @@ LAYERS = [
 
 
 def test_package_parts_import_one_way_and_stay_small():
-    pkg = ROOT / "triton_kitchen" / "ensemble"
+    pkg = ROOT / "triton_kitchen" / "core" / "ensemble"
     assert sorted(p.stem for p in pkg.glob("*.py")) == sorted(LAYERS + ["__init__"])
     for k, part in enumerate(LAYERS):
         source = (pkg / f"{part}.py").read_text()
@@ -340,11 +340,12 @@ def test_package_parts_import_one_way_and_stay_small():
         imported = {
             node.module.rsplit(".", 1)[-1]
             for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("triton_kitchen.ensemble.")
-        } | {  # from triton_kitchen.ensemble import autofill, ...
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("triton_kitchen.core.ensemble.")
+        } | {  # from triton_kitchen.core.ensemble import autofill, ...
             alias.name
             for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.ImportFrom) and node.module == "triton_kitchen.ensemble"
+            if isinstance(node, ast.ImportFrom) and node.module == "triton_kitchen.core.ensemble"
             for alias in node.names
         }
         assert imported <= set(LAYERS[:k]), (part, imported - set(LAYERS[:k]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from triton_kitchen import experiments
+from triton_kitchen.labs import experiments
 
 
 def test_chaining_reports_ensemble_and_chain_over_both_protocols_in_one_run(server, sample_jpegs):
@@ -55,7 +55,7 @@ def test_dynamic_batching_queue_wait_is_in_the_trace(server, sample_jpegs):
 
 def test_the_outcomes_predictions_are_checked_against():
     """Chapter 3's "which cascade ran the fine model" and chapter 8's "is gRPC 2x faster", from measurements."""
-    from triton_kitchen.demo import speed_outcome
+    from triton_kitchen.labs.demo import speed_outcome
 
     def call(coarse: int, fine: int) -> experiments.CascadeCall:
         return experiments.CascadeCall(None, {"classifier_coarse": coarse, "classifier": fine}, None)

@@ -19,9 +19,10 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import batch_runs, bench, budget, lessons, override
-from triton_kitchen.override import BatchingError
-from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, free_port
+from triton_kitchen.core import budget, lessons, override
+from triton_kitchen.core.override import BatchingError
+from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, free_port
+from triton_kitchen.tools import batch_runs, bench
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -98,8 +99,9 @@ def test_live_trace_works_right_after_a_restart(small, sample_jpegs):
     import numpy as np
     import tritonclient.grpc as grpcclient
 
-    from triton_kitchen import clients, trace
-    from triton_kitchen.imaging import preprocess_bytes
+    from triton_kitchen.core import clients
+    from triton_kitchen.core.imaging import preprocess_bytes
+    from triton_kitchen.tools import trace
 
     pixels = preprocess_bytes(sample_jpegs["coffee"])[None]
 
@@ -300,8 +302,8 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
     """The classifier unloaded: the sidebar counts it as not ready; a request gets 'model not ready'."""
     from tritonclient.utils import InferenceServerException
 
-    from triton_kitchen import clients, kserve
-    from triton_kitchen.classify import error_code
+    from triton_kitchen.core import clients, kserve
+    from triton_kitchen.core.classify import error_code
 
     small.ensure_running(60)
     kserve.unload_model(small.endpoint, "classifier")
@@ -392,7 +394,7 @@ def test_batching_override_only_changes_safe_fields(small):
 
 
 def test_flow_config_name_cannot_escape_the_temp_folder(small, tmp_path):
-    from triton_kitchen import flow
+    from triton_kitchen.tools import flow
 
     text = (DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text()
     marker = f"tk_escape_{os.getpid()}"
@@ -404,7 +406,7 @@ def test_flow_config_name_cannot_escape_the_temp_folder(small, tmp_path):
 
 
 def test_too_large_upload_is_a_translated_message(monkeypatch):
-    from triton_kitchen.imaging import MAX_BYTES
+    from triton_kitchen.core.imaging import MAX_BYTES
 
     monkeypatch.setenv("TRITON_HTTP_URL", f"127.0.0.1:{free_port()}")
     monkeypatch.setenv("TRITON_GRPC_URL", f"127.0.0.1:{free_port()}")
@@ -457,7 +459,7 @@ class _FakeServer:
 
 
 def test_supervisor_starts_and_restarts_in_the_background():
-    from triton_kitchen.supervisor import ServerSupervisor
+    from triton_kitchen.core.supervisor import ServerSupervisor
 
     made: list[_FakeServer] = []
     sup = ServerSupervisor(lambda: made.append(_FakeServer()) or made[-1])
@@ -479,8 +481,8 @@ def test_supervisor_starts_and_restarts_in_the_background():
 
 
 def test_supervisor_remembers_a_failed_start():
-    from triton_kitchen.server import ServerStartError
-    from triton_kitchen.supervisor import ServerSupervisor
+    from triton_kitchen.core.server import ServerStartError
+    from triton_kitchen.core.supervisor import ServerSupervisor
 
     def broken():
         raise ServerStartError("no tritonserver here")

@@ -10,11 +10,12 @@ from pathlib import Path
 import conftest
 import pytest
 
-from triton_kitchen import flow, kserve
-from triton_kitchen.config import load_repository
-from triton_kitchen.ensemble import build_dag
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.flow import step_models
+from triton_kitchen.core import kserve
+from triton_kitchen.core.config import load_repository
+from triton_kitchen.core.ensemble import build_dag
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.tools import flow
+from triton_kitchen.tools.flow import step_models
 
 ROOT = Path(__file__).resolve().parent.parent
 ENSEMBLES = sorted(
@@ -44,7 +45,7 @@ def expected_state(ts: dict[str, int], t: int) -> str:
 
 def test_positions_are_the_dag_pages_layout(recorded_runs):
     """One layout for the DAG page and the animation: every node and edge from diagram.compute_layout."""
-    from triton_kitchen.diagram import compute_layout
+    from triton_kitchen.tools.diagram import compute_layout
 
     for run in recorded_runs.values():
         nodes, paths = flow.positions(run.dag)
@@ -63,7 +64,7 @@ def test_errors_carry_code_and_detail():
 
 def test_a_programming_error_is_not_a_flow_error(monkeypatch):
     """Only a config that cannot be read is "not an ensemble"; a bug surfaces as itself."""
-    import triton_kitchen.flow.run as run_module
+    import triton_kitchen.tools.flow.run as run_module
 
     def broken(*args, **kwargs):
         raise TypeError("a bug")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen import handouts, lessons
+from triton_kitchen.core import lessons
+from triton_kitchen.tools import handouts
 
 ZH = lessons.LESSONS_DIR / "zh"
 GLOSSARY = tomllib.loads((ZH / "glossary.toml").read_text(encoding="utf-8"))

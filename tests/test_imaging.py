@@ -1,4 +1,4 @@
-"""Image loading and classifier preprocessing (triton_kitchen.imaging): every pixel mode, bad uploads."""
+"""Image loading and classifier preprocessing (triton_kitchen.core.imaging): every pixel mode, bad uploads."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from skimage import data
 
-from triton_kitchen.imaging import ImageError, load_image, preprocess, preprocess_bytes
+from triton_kitchen.core.imaging import ImageError, load_image, preprocess, preprocess_bytes
 
 
 def encode(img: Image.Image, fmt: str, **kw) -> bytes:

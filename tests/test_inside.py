@@ -1,4 +1,4 @@
-"""``trace``: one request seen from inside an ensemble (triton_kitchen.inside, cli_trace).
+"""``trace``: one request seen from inside an ensemble (triton_kitchen.tools.inside, cli_trace).
 
 The pure parts (the failing step from what ran, pruning from the DAG, fitting a file to an input) run offline;
 the rest against the real embedded server, over both protocols, with and without Triton's trace.
@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from conftest import settled
 
-from triton_kitchen import cli, inside, kserve
-from triton_kitchen.ensemble import build_dag
-from triton_kitchen.inside import InsideError, StepReport, decide_failed_step
-from triton_kitchen.protocols import ModelInfo, TensorInfo
-from triton_kitchen.samples import image_tensor
-from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen.cli import main as cli
+from triton_kitchen.core import kserve
+from triton_kitchen.core.ensemble import build_dag
+from triton_kitchen.core.samples import image_tensor
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
+from triton_kitchen.tools import inside
+from triton_kitchen.tools.inside import InsideError, StepReport, decide_failed_step
+from triton_kitchen.tools.protocols import ModelInfo, TensorInfo
 
 KEYS = {"ok", "error", "failed_step", "steps", "pruned", "outputs"}
 STEP_KEYS = {"model", "version", "ran", "queue_ms", "compute_ms"}
@@ -251,7 +253,7 @@ ensemble_scheduling { step [
 def rejecting(server, tmp_path_factory):
     """A second, tiny real server whose ensemble's last step answers every request with an error. (Triton will
     not load an ensemble through the repository API whose step model came through it too: "failed to poll".)"""
-    from triton_kitchen.server import EmbeddedServer
+    from triton_kitchen.core.server import EmbeddedServer
 
     repo = tmp_path_factory.mktemp("reject_repo")
     for name, config in TINY.items():
@@ -321,7 +323,7 @@ def test_bad_input_is_one_line_and_one_json_document(server, files, capsys, argv
 
 
 def test_a_dead_server_is_one_line(capsys, files):
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.server import free_port
 
     rc, doc, err = _cli(capsys, "--model", "image_classifier", "--input", str(files / "cat.jpg"),
                         "--url", f"127.0.0.1:{free_port()}")  # fmt: skip

@@ -1,4 +1,4 @@
-"""One request on the DAG (triton_kitchen.inside_dag, issue 13 §2): the failing step in red with Triton's message,
+"""One request on the DAG (triton_kitchen.labs.inside_dag, issue 13 §2): the failing step in red with Triton's message,
 pruned steps greyed and confirmed by the server's own counts, steps coloured by their measured time. The marks
 run offline on the repository's DAGs; the rest against the real embedded server over both protocols."""
 
@@ -10,7 +10,9 @@ import time
 import pytest
 from conftest import settled
 
-from triton_kitchen import diagram, inside, inside_dag, kserve
+from triton_kitchen.core import kserve
+from triton_kitchen.labs import inside_dag
+from triton_kitchen.tools import diagram, inside
 
 PRUNED_FILL = f'fillcolor="{inside_dag.PRUNED.fill}"'
 

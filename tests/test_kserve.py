@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from triton_kitchen import kserve
-from triton_kitchen.server import free_port
+from triton_kitchen.core import kserve
+from triton_kitchen.core.server import free_port
 
 
 def test_health_metadata_config_and_statistics(server):
@@ -55,8 +55,8 @@ def test_trace_settings_read_and_write(server):
 
 
 def test_server_status_asks_the_known_models_when_the_index_is_closed(server):
-    from triton_kitchen.endpoint import Endpoint
-    from triton_kitchen.repository import server_status
+    from triton_kitchen.core.endpoint import Endpoint
+    from triton_kitchen.tools.repository import server_status
 
     keyless = Endpoint(server.http_url, server.grpc_url)  # the repository index is closed to it
     status = server_status(keyless, known_models=["no_such_model", "classifier"])

@@ -7,7 +7,7 @@ Conventions a lesson follows (both languages, same fences in the same order):
   ```` ```text ```` ...). A second word marks the block's role; Streamlit highlights by the first word.
 - ```` ```pbtxt ````: a whole ``config.pbtxt``. It is checked as if it replaced the model named by its
   ``name:`` in ``model_repository/``, by the ch2 editor's checker (``repository.check_ensemble_text``) and by
-  ``python -m triton_kitchen check`` (``triton_kitchen.cli.check_paths`` on a repository where only that file
+  ``python -m triton_kitchen check`` (``triton_kitchen.cli.main.check_paths`` on a repository where only that file
   differs). Both must find no error.
 - ```` ```pbtxt mistake ````: a config that is wrong on purpose. Both checkers must report an error, and the
   lesson names it: the first italic quotation *"…"* after the block, in the same section, must be part of
@@ -41,12 +41,12 @@ from conftest import settled
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2, service_pb2
 
-from triton_kitchen import config, ensemble
-from triton_kitchen import lessons as L
-from triton_kitchen import repository as repo
-from triton_kitchen import requests_view as rv
-from triton_kitchen.cli import check_paths
-from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
+from triton_kitchen.cli.main import check_paths
+from triton_kitchen.core import config, ensemble
+from triton_kitchen.core import lessons as L
+from triton_kitchen.core.samples import SAMPLE_PHOTOS, sample_jpeg
+from triton_kitchen.labs import requests_view as rv
+from triton_kitchen.tools import repository as repo
 
 REPO = repo.DEFAULT_REPOSITORY
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -358,7 +358,7 @@ def test_reviewed_sentences_say_the_right_thing():
 
 
 def test_the_app_really_runs_explicit_mode():
-    from triton_kitchen import server
+    from triton_kitchen.core import server
 
     source = Path(server.__file__).read_text(encoding="utf-8")
     assert '"--model-control-mode=explicit"' in source and '"--load-model=*"' in source
@@ -384,7 +384,7 @@ def test_figures_chapter1(lang):
     )
     assert abridged in text
     assert all((REPO / name / "config.pbtxt").is_file() for name in listed)
-    from triton_kitchen.endpoint import DEFAULT_PORTS
+    from triton_kitchen.core.endpoint import DEFAULT_PORTS
 
     for port in DEFAULT_PORTS.values():
         assert str(port) in text
@@ -620,7 +620,7 @@ def test_steps_feeding_only_unrequested_outputs_are_pruned(server):
 def test_errors_are_the_same_over_both_protocols_and_the_output_shape(server):
     """ch7 (M9): the server checks names, data types and shapes at run time, with the same words for HTTP and
     gRPC; and (ch5, ch7) the answer is FP32 (1, 1000) probabilities that sum to about 1."""
-    from triton_kitchen.demo import run_tutorial
+    from triton_kitchen.labs.demo import run_tutorial
 
     for mistake in ("tensor_name", "dtype", "shape"):
         http, grpc = (run_tutorial(server.endpoint, p, mistake=mistake) for p in ("http", "grpc"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen import lessons as L
+from triton_kitchen.core import lessons as L
 
 LESSONS = L.LESSONS_DIR
 SEED = Path(
@@ -30,7 +30,7 @@ LIVE_KEYS = {
     9: "scheduler",
     10: "operations",
 }
-# The brief's list, under the names the app's code uses (ui/, views/, triton_kitchen.imaging codes).
+# The brief's list, under the names the app's code uses (ui/, views/, triton_kitchen.core.imaging codes).
 REQUIRED_UI_KEYS = [
     *(f"page.ch{n}" for n in range(1, 11)),
     "page.lab_protocols",
@@ -297,7 +297,7 @@ def test_every_key_the_app_uses_exists():
 
 
 def test_every_image_error_code_has_a_message():
-    imaging = pytest.importorskip("triton_kitchen.imaging")
+    imaging = pytest.importorskip("triton_kitchen.core.imaging")
     for lang in L.LANGS:
         strings = L.ui_strings(lang)
         assert not [code for code in imaging.ERROR_CODES if f"error.{code}" not in strings], lang
@@ -471,7 +471,7 @@ def test_loading_is_cached():
 
 
 def test_lessons_dir_is_relative_to_the_package():
-    assert L.LESSONS_DIR == Path(L.__file__).resolve().parent.parent / "lessons"
+    assert L.LESSONS_DIR == Path(L.__file__).resolve().parents[2] / "lessons"
 
 
 def test_quiz_progress_records_and_serialises():
@@ -517,8 +517,8 @@ def test_shuffled_order_is_a_stable_permutation():
     assert L.shuffled_order(5, "ch1-ports", 4) == L.shuffled_order(5, "ch1-ports", 4)
     assert L.shuffled_order("5", "ch1-ports", 4) == L.shuffled_order(5, "ch1-ports", 4)
     # the same in another process (a str seed does not go through hash(), so PYTHONHASHSEED is irrelevant)
-    code = "import triton_kitchen.lessons as L; print(list(L.shuffled_order(5, 'ch1-ports', 6)))"
-    root = Path(L.__file__).resolve().parent.parent
+    code = "import triton_kitchen.core.lessons as L; print(list(L.shuffled_order(5, 'ch1-ports', 6)))"
+    root = Path(L.__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONHASHSEED": "123"}
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, check=True
@@ -580,8 +580,8 @@ def test_quiz_bad_why_or_kind_is_an_error(tmp_bank, extra, message):
 
 
 def test_lessons_module_does_not_import_streamlit():
-    code = "import sys, triton_kitchen.lessons as L; L.list_lessons('zh'); print('streamlit' in sys.modules)"
-    root = Path(L.__file__).resolve().parent.parent
+    code = "import sys, triton_kitchen.core.lessons as L; L.list_lessons('zh'); print('streamlit' in sys.modules)"
+    root = Path(L.__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -590,7 +590,7 @@ def test_lessons_module_does_not_import_streamlit():
 
 
 def test_every_chapter_highlights_part_of_a_requests_life():
-    from triton_kitchen import request_map
+    from triton_kitchen.core import request_map
 
     assert set(request_map.CHAPTER_STAGES) == set(L.CHAPTERS)
     for chapter in L.CHAPTERS:

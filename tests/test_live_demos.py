@@ -7,11 +7,12 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import experiments, kserve, lessons, mistakes, override
-from triton_kitchen import repository as repo
-from triton_kitchen.config import parse_config
-from triton_kitchen.demo import speed_outcome
-from triton_kitchen.ensemble import build_dag
+from triton_kitchen.core import kserve, lessons, override
+from triton_kitchen.core.config import parse_config
+from triton_kitchen.core.ensemble import build_dag
+from triton_kitchen.labs import experiments, mistakes
+from triton_kitchen.labs.demo import speed_outcome
+from triton_kitchen.tools import repository as repo
 
 APP = "app.py"
 TIMEOUT = 90
@@ -132,8 +133,8 @@ def test_ch3_cascade_readout_says_both_tiers_ran_in_the_ensemble(remote, lang):
 def test_a_server_without_control_api_is_named_as_such(server):
     """Remote mode: the batching lab's reload and the flow lab's edited config need the repository API;
     a server that refuses it (here: the session's, without its key) gets its own code, not "load failed"."""
-    from triton_kitchen import flow
-    from triton_kitchen.endpoint import Endpoint
+    from triton_kitchen.core.endpoint import Endpoint
+    from triton_kitchen.tools import flow
 
     remote = Endpoint.remote(server.http_url, server.grpc_url)
     with pytest.raises(override.BatchingError) as err:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import settled
 
-from triton_kitchen import metrics
-from triton_kitchen.protocols import Caller, sample_inputs
-from triton_kitchen.server import free_port
+from triton_kitchen.core.server import free_port
+from triton_kitchen.tools import metrics
+from triton_kitchen.tools.protocols import Caller, sample_inputs
 
 SAMPLE = """# HELP nv_inference_count Number of inferences performed
 # TYPE nv_inference_count counter

@@ -14,9 +14,9 @@ import tritonclient.http as httpclient
 from conftest import settled
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen import clients, kserve
-from triton_kitchen.imaging import preprocess_bytes
-from triton_kitchen.postprocessing import softmax
+from triton_kitchen.core import clients, kserve
+from triton_kitchen.core.imaging import preprocess_bytes
+from triton_kitchen.core.postprocessing import softmax
 
 CAT_CLASSES = {"tiger cat", "Egyptian cat", "tabby, tabby cat"}
 

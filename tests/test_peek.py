@@ -1,4 +1,4 @@
-"""Tensor peek (triton_kitchen.peek, issue 13 §3): the tensors each step received and produced in one request,
+"""Tensor peek (triton_kitchen.labs.peek, issue 13 §3): the tensors each step received and produced in one request,
 from Triton's level=TENSORS trace on the embedded server, or by calling each step where the trace is closed.
 The trace reader runs offline on bytes laid out as Triton 2.51 writes them; the rest against the real server."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triton_kitchen import peek
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.samples import image_tensor
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.samples import image_tensor
+from triton_kitchen.labs import peek
 
 # as Triton 2.51 writes a TENSORS trace: BYTES elements raw between \" quotes (no JSON escaping), numbers as text
 RAW = (

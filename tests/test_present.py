@@ -16,7 +16,8 @@ import conftest
 import pytest
 from playwright.sync_api import expect
 
-from triton_kitchen import lessons, repository
+from triton_kitchen.core import lessons
+from triton_kitchen.tools import repository
 from ui import present
 from ui.i18n import LANG_LABELS
 
@@ -52,7 +53,7 @@ def test_the_stylesheet_hides_the_sidebar_and_enlarges_type():
 
 # -- a page of its own (AppTest.from_function: no server) ----------------------------------------------
 def _projector_page():
-    from triton_kitchen import repository
+    from triton_kitchen.tools import repository
     from ui import present
 
     present.apply()

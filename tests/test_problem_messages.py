@@ -15,17 +15,18 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import diagram, lessons
-from triton_kitchen import repository as repo
-from triton_kitchen.cli import run_check
-from triton_kitchen.config import ConfigError, load_repository, parse_config
-from triton_kitchen.ensemble import (
+from triton_kitchen.cli.main import run_check
+from triton_kitchen.core import lessons
+from triton_kitchen.core.config import ConfigError, load_repository, parse_config
+from triton_kitchen.core.ensemble import (
     build_dag,
     config_error_msg,
     validate_config_file,
     validate_model,
     validate_repository,
 )
+from triton_kitchen.tools import diagram
+from triton_kitchen.tools import repository as repo
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -79,8 +80,8 @@ def test_corpus_explanations_in_both_languages(case):
 
 
 def test_every_table_key_the_code_uses_exists():
-    parts = sorted((ROOT / "triton_kitchen" / "ensemble").glob("*.py")) + [
-        ROOT / "triton_kitchen" / "repository.py"
+    parts = sorted((ROOT / "triton_kitchen" / "core" / "ensemble").glob("*.py")) + [
+        ROOT / "triton_kitchen" / "tools" / "repository.py"
     ]
     src = "".join(p.read_text() for p in parts)
     assert len(re.findall(r'_m\(\s*"(\w+)"', src)) > 40  # the rules are really in these files

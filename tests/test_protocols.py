@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import switch_page
 
-from triton_kitchen import protocols as P
+from triton_kitchen.tools import protocols as P
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +146,8 @@ def test_model_info_over_http_raises_protocol_errors(server):
     with pytest.raises(P.ProtocolError) as err:
         P.model_info(server.endpoint, "no_such_model", "http-binary")
     assert err.value.code == "server"
-    from triton_kitchen.endpoint import Endpoint
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.endpoint import Endpoint
+    from triton_kitchen.core.server import free_port
 
     closed = f"127.0.0.1:{free_port()}"
     with pytest.raises(P.ProtocolError) as err:
@@ -156,7 +156,7 @@ def test_model_info_over_http_raises_protocol_errors(server):
 
 
 def test_protocol_error_is_a_kitchen_error():
-    from triton_kitchen.errors import KitchenError
+    from triton_kitchen.core.errors import KitchenError
 
     exc = P.ProtocolError("HTTP 400: no such model", "server")
     assert isinstance(exc, KitchenError)
@@ -195,7 +195,7 @@ def test_sse_parser_reads_data_lines_only():
 
 
 def test_the_sample_photos_come_from_samples():
-    from triton_kitchen import samples
+    from triton_kitchen.core import samples
 
     assert P.sample_jpeg is samples.sample_jpeg and P.image_tensor is samples.image_tensor
     assert P.STREAM_MODEL == "streamer"
@@ -223,7 +223,7 @@ def _lab(server, monkeypatch, page: str, lang: str):
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_protocol_lab_page(server, monkeypatch, lang):
-    from triton_kitchen import lessons
+    from triton_kitchen.core import lessons
 
     at = _lab(server, monkeypatch, "views/lab_protocols.py", lang)
     assert at.title[0].value == lessons.t("lab_protocols.title", lang)
@@ -239,7 +239,7 @@ def test_protocol_lab_page(server, monkeypatch, lang):
 
 
 def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeypatch):
-    from triton_kitchen import lessons
+    from triton_kitchen.core import lessons
 
     at = _lab(server, monkeypatch, "views/lab_protocols.py", "en")
     at.slider(key="proto_load_d").set_value(2)  # a request or more on two loaded cores
@@ -271,8 +271,8 @@ def test_load_tab_times_without_the_proxy_and_counts_bytes_apart(server, monkeyp
 )
 def test_chapter_stream_demos_draw_token_arrivals(server, monkeypatch, page, button, runs_key, lang):
     """Predict, stream, see: tokens with their arrival times, and the prediction beside what happened."""
-    from triton_kitchen import lessons
-    from triton_kitchen.protocols.streaming import first_token_outcome
+    from triton_kitchen.core import lessons
+    from triton_kitchen.tools.protocols.streaming import first_token_outcome
 
     at = _lab(server, monkeypatch, page, lang)
     key = "tk_predict_ch5_arrive" if button == "ch5_stream" else "tk_predict_ch6_first"

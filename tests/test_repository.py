@@ -9,11 +9,11 @@ import time
 import conftest
 import pytest
 
-from triton_kitchen import catalog
-from triton_kitchen import repository as repo
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.ensemble import Problem
-from triton_kitchen.server import free_port
+from triton_kitchen.core import catalog
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.ensemble import Problem
+from triton_kitchen.core.server import free_port
+from triton_kitchen.tools import repository as repo
 
 EXPECTED = {
     "preprocess",
@@ -258,7 +258,7 @@ def test_ch1_other_repository_stays_under_the_root(server, monkeypatch, lang):
     from conftest import switch_page
     from streamlit.testing.v1 import AppTest
 
-    from triton_kitchen import lessons
+    from triton_kitchen.core import lessons
 
     conftest.use_remote(monkeypatch, server)
     monkeypatch.delenv(repo.REPOSITORY_ROOT_ENV, raising=False)

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 
-from triton_kitchen import demo, samples
-from triton_kitchen import requests_view as rv
-from triton_kitchen.protocols import streaming
+from triton_kitchen.core import samples
+from triton_kitchen.labs import demo
+from triton_kitchen.labs import requests_view as rv
+from triton_kitchen.tools.protocols import streaming
 
 FP32_BYTES = 1 * 3 * 224 * 224 * 4
 
@@ -133,8 +134,8 @@ def test_quick_protocol_check_is_bounded(server, coffee):
 
 
 def test_send_to_nothing_listening_raises_an_os_error(coffee):
-    from triton_kitchen.endpoint import Endpoint
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.endpoint import Endpoint
+    from triton_kitchen.core.server import free_port
 
     port = free_port()
     view = rv.http_request(

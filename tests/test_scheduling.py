@@ -1,4 +1,4 @@
-"""Chapter 9's scheduler experiments (triton_kitchen.scheduling): configs and outcomes offline; on the real embedded
+"""Chapter 9's scheduler experiments (triton_kitchen.labs.scheduling): configs and outcomes offline; on the real embedded
 server, what chapter 9's page does not run (a queue timeout, KIND_GPU, a closed repository API), each leaving the
 classifier's config exactly as it was. The page's own runs are asserted in tests/test_ch9.py."""
 
@@ -8,10 +8,12 @@ import pytest
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen import burst, kserve, override, scheduling
-from triton_kitchen.bench import BenchResult
-from triton_kitchen.burst import Burst, Sent
-from triton_kitchen.scheduling import QueuePolicy
+from triton_kitchen.core import kserve, override
+from triton_kitchen.labs import scheduling
+from triton_kitchen.labs.scheduling import QueuePolicy
+from triton_kitchen.tools import burst
+from triton_kitchen.tools.bench import BenchResult
+from triton_kitchen.tools.burst import Burst, Sent
 
 pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
 
@@ -204,7 +206,7 @@ def test_kind_gpu_is_refused_on_this_cpu_server(ep):
 
 def test_a_closed_repository_api_is_not_passed_off_as_a_gpu_verdict(server):
     """Without the key (a remote server) the load is refused for its API, not for the GPU: say so, as an error."""
-    from triton_kitchen.endpoint import Endpoint
+    from triton_kitchen.core.endpoint import Endpoint
 
     remote = Endpoint(server.http_url, server.grpc_url)
     with pytest.raises(override.BatchingError) as info:

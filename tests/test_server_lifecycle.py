@@ -16,10 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from triton_kitchen import kserve, metrics
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.server import (
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.server import (
     REPO_ROOT,
     RUN_OWNER,
     EmbeddedServer,
@@ -27,6 +27,7 @@ from triton_kitchen.server import (
     probe_kserve,
     prune_run_dirs,
 )
+from triton_kitchen.tools import metrics
 
 TINY_MODELS = ("hflip",)
 
@@ -127,7 +128,7 @@ def test_parent_killed_takes_server_down(tiny_repo, tmp_path):
             f"""
             import sys, time, psutil
             sys.path.insert(0, {str(REPO_ROOT)!r})
-            from triton_kitchen.server import EmbeddedServer
+            from triton_kitchen.core.server import EmbeddedServer
             srv = EmbeddedServer({str(tiny_repo)!r}, http_port=0, grpc_port=0, metrics_port=0, build_models=False)
             srv.start(timeout=60)
             pids = [p.pid for p in psutil.Process(srv.pid).children(recursive=True)] + [srv.pid]

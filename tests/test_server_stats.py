@@ -9,8 +9,8 @@ import sys
 import pytest
 from conftest import settled
 
-from triton_kitchen import calibration, server_stats
-from triton_kitchen.protocols import Caller, sample_inputs
+from triton_kitchen.tools import calibration, server_stats
+from triton_kitchen.tools.protocols import Caller, sample_inputs
 
 
 def _calls(ep, model: str, n: int) -> None:

@@ -9,10 +9,12 @@ import json
 import numpy as np
 import pytest
 
-from triton_kitchen import bench, cli, kserve
-from triton_kitchen.protocols import Caller, ProtocolError, ShmCaller, make_caller, sample_inputs
-from triton_kitchen.protocols.shm import leftover_regions
-from triton_kitchen.server import free_port
+from triton_kitchen.cli import main as cli
+from triton_kitchen.core import kserve
+from triton_kitchen.core.server import free_port
+from triton_kitchen.tools import bench
+from triton_kitchen.tools.protocols import Caller, ProtocolError, ShmCaller, make_caller, sample_inputs
+from triton_kitchen.tools.protocols.shm import leftover_regions
 
 MODEL = "ensemble_pipeline"  # input_image FP32 [1, 3, 224, 224] = 602,112 B, output_label FP32 [1, 1000] = 4,000 B
 TENSOR_BYTES = 602_112 + 4_000

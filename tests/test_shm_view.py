@@ -9,9 +9,9 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import kserve, lessons
-from triton_kitchen import requests_view as rv
-from triton_kitchen.protocols.shm import leftover_regions
+from triton_kitchen.core import kserve, lessons
+from triton_kitchen.labs import requests_view as rv
+from triton_kitchen.tools.protocols.shm import leftover_regions
 
 
 @pytest.mark.parametrize("protocol", ["http-shm", "grpc-shm"])

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import lessons
+from triton_kitchen.core import lessons
 
 
 def _box(lang: str, with_metrics: bool, pending: float) -> None:
     import streamlit as st
 
-    from triton_kitchen.metrics import ModelMetrics, ServerMetrics
-    from triton_kitchen.repository import ModelState, ServerStatus
+    from triton_kitchen.tools.metrics import ModelMetrics, ServerMetrics
+    from triton_kitchen.tools.repository import ModelState, ServerStatus
     from ui import sidebar
 
     st.query_params["lang"] = lang

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from triton_kitchen.simulator import (
+from triton_kitchen.tools.simulator import (
     GUIDE_ARRIVALS,
     GUIDE_SERVICE,
     GUIDE_X_MS,

@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 from conftest import wait_http
 
-from triton_kitchen.server import free_port
+from triton_kitchen.core.server import free_port
 
 # what Chromium sends for an <img>; the breakage is in the compression middleware, so Accept-Encoding matters
 BROWSER_HEADERS = {

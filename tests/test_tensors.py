@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from triton_kitchen import tensors
+from triton_kitchen.core import tensors
 
 
 def test_names_both_ways():

@@ -18,8 +18,8 @@ TESTS = Path(__file__).resolve().parent
     "argv, word",
     [
         (
-            [sys.executable, "-m", "triton_kitchen._supervise", "log", "--", "/c/bin/tritonserver"],
-            "triton_kitchen._supervise",
+            [sys.executable, "-m", "triton_kitchen.core._supervise", "log", "--", "/c/bin/tritonserver"],
+            "triton_kitchen.core._supervise",
         ),
         (["/c/bin/tritonserver", "--model-repository=/r"], "tritonserver"),
         (["/usr/bin/chromium", "--headless"], "chromium"),

@@ -10,11 +10,12 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from triton_kitchen import clients, trace
-from triton_kitchen.ensemble import build_dag
-from triton_kitchen.flow import RECORDED_TRACE, step_models
-from triton_kitchen.server import DEFAULT_REPOSITORY
-from triton_kitchen.trace.capture import _find_new, _signatures
+from triton_kitchen.core import clients
+from triton_kitchen.core.ensemble import build_dag
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
+from triton_kitchen.tools import trace
+from triton_kitchen.tools.flow import RECORDED_TRACE, step_models
+from triton_kitchen.tools.trace.capture import _find_new, _signatures
 
 ORDER = [
     trace.REQUEST_START,
@@ -133,7 +134,7 @@ def test_a_capture_puts_back_the_trace_settings_it_found(server, sample_jpegs):
     tensor = grpcclient.InferInput("image_bytes", [1, 1], "BYTES")
     tensor.set_data_from_numpy(np.array([[sample_jpegs["coffee"]]], dtype=object))
     kept = {"trace_level": ["TIMESTAMPS"], "trace_rate": "1000", "log_frequency": "0", "trace_count": "-1"}
-    from triton_kitchen import kserve
+    from triton_kitchen.core import kserve
 
     kserve.update_trace_settings(ep, kept, "image_classifier")
     try:
@@ -181,7 +182,7 @@ def test_model_statistics_reads_several_models_at_once_and_refuses_an_unknown_on
 
 def test_statistics_layout_order_is_topological():
     """graphlib order: predecessors first, lowest index first among the ready; a cycle keeps index order."""
-    from triton_kitchen.trace.statistics import _topological
+    from triton_kitchen.tools.trace.statistics import _topological
 
     assert _topological(4, [[3], [0], [0], []]) == [3, 0, 1, 2]
     assert _topological(5, [[], [0], [0], [1, 2], [3]]) == [0, 1, 2, 3, 4]  # tta_ensemble's shape
@@ -200,8 +201,8 @@ def test_statistics_timeline_lays_branches_side_by_side():
 
 
 def test_trace_targets_are_endpoints_or_addresses():
-    from triton_kitchen.endpoint import Endpoint
-    from triton_kitchen.errors import KitchenError
+    from triton_kitchen.core.endpoint import Endpoint
+    from triton_kitchen.core.errors import KitchenError
 
     ep = Endpoint(http_url="127.0.0.1:1", grpc_url="127.0.0.1:2")
     assert trace.as_target(ep) is ep and trace.as_target("127.0.0.1:8123") == "127.0.0.1:8123"

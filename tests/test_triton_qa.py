@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import triton_qa as qa
 
-from triton_kitchen.cli import check_paths
-from triton_kitchen.ensemble import CheckOptions
+from triton_kitchen.cli.main import check_paths
+from triton_kitchen.core.ensemble import CheckOptions
 
 pytestmark = pytest.mark.skipif(
     not qa.available(), reason=f"Triton's QA suite is not here ({qa.SUITE}); set TRITON_QA_DIR to its folder"

@@ -20,9 +20,10 @@ import pytest
 from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen import batch_runs, bench, flow, lessons
-from triton_kitchen import batching as Bt
-from triton_kitchen.endpoint import DEFAULT_PORTS
+from triton_kitchen.core import lessons
+from triton_kitchen.core.endpoint import DEFAULT_PORTS
+from triton_kitchen.labs import batching as Bt
+from triton_kitchen.tools import batch_runs, bench, flow
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -265,7 +266,7 @@ def _no_embedded_advice(at: AppTest) -> None:
 
 
 def test_dead_remote_gives_remote_advice(server, monkeypatch):
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.server import free_port
 
     url = f"127.0.0.1:{free_port()}"
     monkeypatch.setenv("TRITON_HTTP_URL", url)

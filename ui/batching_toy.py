@@ -6,7 +6,8 @@ from fractions import Fraction
 
 import streamlit as st
 
-from triton_kitchen import calibration, catalog, sim_figures, simulator
+from triton_kitchen.core import catalog
+from triton_kitchen.tools import calibration, sim_figures, simulator
 from ui import boxes, errors, server
 from ui.i18n import lang, t
 

@@ -8,8 +8,10 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import batch_runs, batching, metrics, override, sim_figures
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core import override
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.labs import batching
+from triton_kitchen.tools import batch_runs, metrics, sim_figures
 from ui import errors, server, tables
 from ui.i18n import lang, t
 

@@ -17,7 +17,7 @@ def token_arrivals(
     key: str | None = None,
 ) -> None:
     """When each streamed token arrived (one step line per run): ``runs`` are
-    :class:`triton_kitchen.protocols.streaming.StreamRun` (``tokens``, ``arrivals_ms``)."""
+    :class:`triton_kitchen.tools.protocols.streaming.StreamRun` (``tokens``, ``arrivals_ms``)."""
     st.plotly_chart(
         token_figure(runs, names, show_tokens, height, colors),
         width="stretch",

@@ -13,7 +13,7 @@ import threading
 
 import streamlit as st
 
-from triton_kitchen.supervisor import ServerSupervisor
+from triton_kitchen.core.supervisor import ServerSupervisor
 from ui import push, server
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The one way from an error to what a student reads: a translated message, the detail in an expander, a log line.
 
-Every app error is a :class:`~triton_kitchen.errors.KitchenError` with a ``code``; its message is
+Every app error is a :class:`~triton_kitchen.core.errors.KitchenError` with a ``code``; its message is
 ``error.<code>`` in ``lessons/<lang>/ui.toml``. Where one code needs different words depending on where it
 came from, ``error.<source>_<code>`` comes first, ``<source>`` being the class name without "Error", in
 snake case (``FlowError("bad_config")`` reads ``error.flow_bad_config``, then ``error.bad_config``). A code
@@ -13,8 +13,8 @@ import logging
 import re
 from dataclasses import dataclass
 
-from triton_kitchen import lessons
-from triton_kitchen.server import ServerStartError
+from triton_kitchen.core import lessons
+from triton_kitchen.core.server import ServerStartError
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def error_code_of(exc_or_code: Exception | str) -> str:
     try:
         from tritonclient.utils import InferenceServerException
 
-        from triton_kitchen.classify import error_code
+        from triton_kitchen.core.classify import error_code
 
         if isinstance(exc_or_code, InferenceServerException):
             return error_code(exc_or_code)

@@ -1,4 +1,4 @@
-"""The handouts' download buttons at the end of a chapter page (``triton_kitchen.handouts`` builds them).
+"""The handouts' download buttons at the end of a chapter page (``triton_kitchen.tools.handouts`` builds them).
 
 Everyone gets the handout (the lesson and its quiz, no answers); the answer key only the teacher
 (``i18n.is_teacher``: the token's session in a class, the app's own machine otherwise). The documents are made
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import handouts
+from triton_kitchen.tools import handouts
 from ui import i18n
 from ui.i18n import t
 

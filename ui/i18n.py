@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from triton_kitchen import lessons
+from triton_kitchen.core import lessons
 from ui import boxes
 
 DEFAULT_MODEL = "image_classifier"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen.classify import Classification
-from triton_kitchen.imaging import MAX_BYTES
-from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
+from triton_kitchen.core.classify import Classification
+from triton_kitchen.core.imaging import MAX_BYTES
+from triton_kitchen.core.samples import SAMPLE_PHOTOS, sample_jpeg
 from ui.i18n import protocol_label, t
 
 SOURCES = ("sample", "upload", "camera")

@@ -2,14 +2,16 @@
 not need greyed, then confirmed by the server's statistics), a photo or a text file as input (a failing step in
 red with Triton's message), and the steps coloured by queue or compute time (one request or the median of the
 last N). The flow lab and chapters 2 and 3 call :func:`inside_view`; the work is
-:mod:`triton_kitchen.inside_dag`'s."""
+:mod:`triton_kitchen.labs.inside_dag`'s."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import catalog, inside, inside_dag, lessons
-from triton_kitchen.ensemble import Dag
+from triton_kitchen.core import catalog, lessons
+from triton_kitchen.core.ensemble import Dag
+from triton_kitchen.labs import inside_dag
+from triton_kitchen.tools import inside
 from ui import errors, i18n, present, server
 from ui.i18n import t
 from ui.lesson import lazy_box
@@ -80,7 +82,7 @@ def inside_view(
         st.caption(t("inside.input_bytes_only", model=model))
     ep = server.endpoint()
     if image is None:
-        from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
+        from triton_kitchen.core.samples import SAMPLE_PHOTOS, sample_jpeg
 
         image = sample_jpeg(SAMPLE_PHOTOS[0])
     payload = inside_dag.NOT_AN_IMAGE if source == "text" else image

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from triton_kitchen import lessons
+from triton_kitchen.core import lessons
 from ui import boxes, classroom, errors, handouts, i18n, request_map
 from ui.i18n import t
 

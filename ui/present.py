@@ -74,7 +74,7 @@ def graphviz_chart(dot: str) -> None:
 
 
 def for_projector(dot: str) -> str:
-    """A DOT drawing (``triton_kitchen.diagram.to_dot``) as the projector shows it: top to bottom, larger
+    """A DOT drawing (``triton_kitchen.tools.diagram.to_dot``) as the projector shows it: top to bottom, larger
     labels, and each edge's label (tensor, type and shape, bytes) on one line, so the drawing stays short."""
     dot = (
         dot.replace("rankdir=LR;", "rankdir=TB;", 1)

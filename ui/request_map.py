@@ -1,11 +1,11 @@
 """The map of a request's life at the top of a chapter, this chapter's stages highlighted
-(``triton_kitchen.request_map``). One line of Markdown: it costs a fresh tab nothing to draw."""
+(``triton_kitchen.core.request_map``). One line of Markdown: it costs a fresh tab nothing to draw."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import request_map
+from triton_kitchen.core import request_map
 from ui.i18n import t
 
 

@@ -1,6 +1,6 @@
 """The current Triton server, as pages see it: where it answers, whether it is up, and runs against it.
 
-The embedded server is one :class:`~triton_kitchen.supervisor.ServerSupervisor` per app process
+The embedded server is one :class:`~triton_kitchen.core.supervisor.ServerSupervisor` per app process
 (``st.cache_resource``); a remote one is chosen per session (sidebar or TRITON_HTTP_URL/TRITON_GRPC_URL).
 :func:`status` measures the server once per script run, whoever asks first (sidebar or page), and
 :func:`endpoint` follows it. Clients are never cached here.
@@ -16,11 +16,11 @@ from typing import Any
 
 import streamlit as st
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import Endpoint, with_port
-from triton_kitchen.repository import ServerStatus, server_status
-from triton_kitchen.server import EmbeddedServer
-from triton_kitchen.supervisor import RESTART_TIMEOUT_S, ServerSupervisor
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint, with_port
+from triton_kitchen.core.server import EmbeddedServer
+from triton_kitchen.core.supervisor import RESTART_TIMEOUT_S, ServerSupervisor
+from triton_kitchen.tools.repository import ServerStatus, server_status
 from ui.errors import show_error
 from ui.i18n import t
 
@@ -97,7 +97,7 @@ def embedded_state() -> str:
 
 def restart_embedded() -> None:
     """The teacher's restart button: restart in the background; the status poller shows progress."""
-    from triton_kitchen.clients import close_all
+    from triton_kitchen.core.clients import close_all
 
     close_all()  # the shared gRPC clients of the old server (a restarted one may listen on other ports)
     supervisor().restart_async(force=True)
@@ -298,9 +298,9 @@ BUSY = Busy()
 
 def lab_run(workers: int, fn: Callable[[], Any]) -> Any:
     """``fn()`` (a load, a sweep, a cross-check) run holding ``workers`` of the app-wide lab budget
-    (triton_kitchen.budget), so one student's lab cannot starve the class; returns what ``fn`` returned.
+    (triton_kitchen.core.budget), so one student's lab cannot starve the class; returns what ``fn`` returned.
     When the budget is taken the page says so at once (translated) and :data:`BUSY` is returned."""
-    from triton_kitchen.budget import LAB_BUDGET, BudgetBusy
+    from triton_kitchen.core.budget import LAB_BUDGET, BudgetBusy
 
     try:
         with LAB_BUDGET.hold(workers, wait_s=1.0):

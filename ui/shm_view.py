@@ -1,13 +1,13 @@
 """Shared memory in the request viewers (chapters 4 and 5; issue 13 §6): one real request whose tensors go
 through a system shared-memory region, and the message that crossed the socket instead (the region's name and
-each tensor's offset). The work is :func:`triton_kitchen.requests_view.shm_request`'s."""
+each tensor's offset). The work is :func:`triton_kitchen.labs.requests_view.shm_request`'s."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import requests_view as rv
-from triton_kitchen.protocols import ProtocolError
+from triton_kitchen.labs import requests_view as rv
+from triton_kitchen.tools.protocols import ProtocolError
 from ui import errors, server, tables
 from ui.i18n import t
 

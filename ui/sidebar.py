@@ -12,9 +12,9 @@ import time
 
 import streamlit as st
 
-from triton_kitchen import metrics
-from triton_kitchen.endpoint import DEFAULT_PORTS
-from triton_kitchen.repository import ServerStatus
+from triton_kitchen.core.endpoint import DEFAULT_PORTS
+from triton_kitchen.tools import metrics
+from triton_kitchen.tools.repository import ServerStatus
 from ui import boxes, embedded_watch, i18n, server
 from ui.i18n import t
 

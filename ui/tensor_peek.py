@@ -1,13 +1,14 @@
 """Tensor peek (issue 13 §3): for one request, the real tensors at each step of an ensemble, drawn by kind (the
 photo the server received, the normalized tensor as an image, the logits as a histogram, the top 5). The work is
-:mod:`triton_kitchen.peek`'s; this only draws."""
+:mod:`triton_kitchen.labs.peek`'s; this only draws."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from triton_kitchen import inside, inside_dag, peek
+from triton_kitchen.labs import inside_dag, peek
+from triton_kitchen.tools import inside
 from ui import errors, server
 from ui.i18n import t
 

@@ -1,5 +1,5 @@
 """Chapter 10: open for business — model-control modes, metrics, the wire's limits. Each section's live element
-asks for a prediction first, then measures on the real server (triton_kitchen.model_control, metrics_burst,
+asks for a prediction first, then measures on the real server (triton_kitchen.labs.model_control, metrics_burst,
 wire_limits)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import kserve, metrics_burst, model_control, wire_limits
+from triton_kitchen.core import kserve
+from triton_kitchen.labs import metrics_burst, model_control, wire_limits
 from ui import errors, predict, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import diagram, mistakes
-from triton_kitchen import repository as repo
+from triton_kitchen.labs import mistakes
+from triton_kitchen.tools import diagram
+from triton_kitchen.tools import repository as repo
 from ui import boxes, i18n, predict, present
 from ui.i18n import t
 from ui.inside_dag import inside_view

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import catalog, experiments, repository
-from triton_kitchen.classify import ClassifyError
-from triton_kitchen.config import ModelEntry
+from triton_kitchen.core import catalog
+from triton_kitchen.core.classify import ClassifyError
+from triton_kitchen.core.config import ModelEntry
+from triton_kitchen.labs import experiments
+from triton_kitchen.tools import repository
 from ui import errors, i18n, predict, present, server
 from ui.i18n import t
 from ui.image_picker import pick_image, show_classification

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import requests_view as rv
+from triton_kitchen.labs import requests_view as rv
 from ui import boxes, errors, predict, server
 from ui.i18n import t
 from ui.image_picker import pick_image

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import requests_view as rv
-from triton_kitchen.protocols.streaming import stream_grpc
+from triton_kitchen.labs import requests_view as rv
+from triton_kitchen.tools.protocols.streaming import stream_grpc
 from ui import errors, i18n, predict, server, tables
 from ui.charts import token_arrivals
 from ui.i18n import t

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from triton_kitchen.protocols import ProtocolError, sample_inputs
-from triton_kitchen.protocols.shm import compare_with_socket
-from triton_kitchen.protocols.streaming import first_token_outcome, stream_grpc, stream_sse
+from triton_kitchen.tools.protocols import ProtocolError, sample_inputs
+from triton_kitchen.tools.protocols.shm import compare_with_socket
+from triton_kitchen.tools.protocols.streaming import first_token_outcome, stream_grpc, stream_sse
 from ui import errors, i18n, predict, server, tables
 from ui.charts import token_arrivals
 from ui.i18n import t

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen.demo import MISTAKES, run_tutorial
+from triton_kitchen.labs.demo import MISTAKES, run_tutorial
 from ui import errors, i18n, predict, server
 from ui.i18n import t
 from ui.image_picker import pick_image

@@ -7,15 +7,15 @@ import statistics
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import mistakes
-from triton_kitchen import repository as repo
-from triton_kitchen import requests_view as rv
-from triton_kitchen.classify import ClassifyError
-from triton_kitchen.config import parse_config
-from triton_kitchen.demo import quick_protocol_check, speed_outcome
-from triton_kitchen.experiments import cascade_call
-from triton_kitchen.protocols.streaming import stream_sse
-from triton_kitchen.samples import sample_jpeg
+from triton_kitchen.core.classify import ClassifyError
+from triton_kitchen.core.config import parse_config
+from triton_kitchen.core.samples import sample_jpeg
+from triton_kitchen.labs import mistakes
+from triton_kitchen.labs import requests_view as rv
+from triton_kitchen.labs.demo import quick_protocol_check, speed_outcome
+from triton_kitchen.labs.experiments import cascade_call
+from triton_kitchen.tools import repository as repo
+from triton_kitchen.tools.protocols.streaming import stream_sse
 from ui import errors, i18n, predict, present, server
 from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson

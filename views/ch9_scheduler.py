@@ -1,12 +1,13 @@
 """Chapter 9: the scheduler — instance groups, priorities and queue policies, Little's law. Each section's live
-element asks for a prediction first, then measures on the real classifier (triton_kitchen.scheduling)."""
+element asks for a prediction first, then measures on the real classifier (triton_kitchen.labs.scheduling)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import experiments, override, scheduling
+from triton_kitchen.core import override
+from triton_kitchen.labs import experiments, scheduling
 from ui import errors, predict, server, tables
 from ui.i18n import t
 from ui.lesson import page_link, render_lesson

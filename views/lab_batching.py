@@ -10,7 +10,9 @@ import threading
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import batch_runs, batching, bench, override
+from triton_kitchen.core import override
+from triton_kitchen.labs import batching
+from triton_kitchen.tools import batch_runs, bench
 from ui import batching_why, classroom, errors, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import breakit
+from triton_kitchen.labs import breakit
 from ui import errors, server
 from ui.i18n import t
 

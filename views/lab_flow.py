@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from triton_kitchen import catalog, experiments, flow
-from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen.core import catalog
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
+from triton_kitchen.labs import experiments
+from triton_kitchen.tools import flow
 from ui import boxes, errors, i18n, server, tables
 from ui.i18n import t
 from ui.image_picker import pick_image
@@ -221,7 +223,7 @@ with tabs[1]:
 with tabs[2]:
     st.caption(t("lab_flow.exp_cascade_help"))
     if server.run_button(t("lab_flow.exp_run"), disabled=ep is None, key="exp_casc"):
-        from triton_kitchen.samples import SAMPLE_PHOTOS, sample_jpeg
+        from triton_kitchen.core.samples import SAMPLE_PHOTOS, sample_jpeg
 
         photos = {n: sample_jpeg(n) for n in SAMPLE_PHOTOS}
         with st.spinner("…"):

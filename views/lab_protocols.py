@@ -10,7 +10,8 @@ from contextlib import contextmanager
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import bench, bench_figures, catalog, perf_analyzer, protocols
+from triton_kitchen.core import catalog
+from triton_kitchen.tools import bench, bench_figures, perf_analyzer, protocols
 from ui import batching_why, boxes, classroom, errors, i18n, server, tables
 from ui.charts import token_arrivals
 from ui.i18n import protocol_label, protocol_labeller, t

@@ -9,7 +9,8 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from triton_kitchen import classroom, lessons
+from triton_kitchen import classroom
+from triton_kitchen.core import lessons
 from ui import boxes, i18n, pages, present, sidebar
 from ui import classroom as class_ui
 from ui.i18n import t

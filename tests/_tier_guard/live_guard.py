@@ -14,7 +14,7 @@ GUARD_ENV = "TRITON_KITCHEN_NO_LIVE"  # set under the fast tier: the file where 
 
 # program names (the last part of an argument that is a path or a module) that only live tests may start
 FORBIDDEN = frozenset(
-    {"tritonserver", "triton_kitchen._supervise", "chromium", "chromium-browser", "streamlit"}
+    {"tritonserver", "triton_kitchen.core._supervise", "chromium", "chromium-browser", "streamlit"}
 )
 
 

@@ -93,7 +93,7 @@ MIGRATIONS = [_migration_1]  # index + 1 is the version a migration brings a dat
 
 
 def default_url() -> str:
-    from triton_kitchen.server import cache_root
+    from triton_kitchen.core.server import cache_root
 
     return os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{cache_root() / 'classroom.db'}"
 

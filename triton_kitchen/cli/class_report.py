@@ -1,6 +1,6 @@
 """``python -m triton_kitchen class report``: what a class did, from the class database.
 
-Registered in :mod:`triton_kitchen.cli`. ``--json`` prints exactly one JSON document on stdout; messages and
+Registered in :mod:`triton_kitchen.cli.main`. ``--json`` prints exactly one JSON document on stdout; messages and
 logs go to stderr.
 """
 

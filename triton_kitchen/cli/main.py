@@ -18,14 +18,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from triton_kitchen import kserve
-from triton_kitchen.bench import DISTRIBUTIONS, MAX_CONCURRENCY, MAX_DURATION_S, MAX_REQUEST_RATE, WireCount
-from triton_kitchen.cli_class import add_class_parser
-from triton_kitchen.cli_simulate import add_simulate_parser
-from triton_kitchen.cli_trace import add_trace_parser
-from triton_kitchen.config import ConfigError, is_model_dir, load_repository
-from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, host_port
-from triton_kitchen.ensemble import (
+from triton_kitchen.cli.class_report import add_class_parser
+from triton_kitchen.cli.simulate import add_simulate_parser
+from triton_kitchen.cli.trace import add_trace_parser
+from triton_kitchen.core import kserve
+from triton_kitchen.core.config import ConfigError, is_model_dir, load_repository
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint, host_port
+from triton_kitchen.core.ensemble import (
     DEFAULT_OPTIONS,
     CheckOptions,
     Problem,
@@ -35,10 +34,17 @@ from triton_kitchen.ensemble import (
     validate_model,
     validate_repository,
 )
-from triton_kitchen.perf_analyzer import PerfAnalyzerError, cross_check
-from triton_kitchen.protocols import BENCH_PROTOCOLS, DEFAULT_TIMEOUT_S, base_protocol
-from triton_kitchen.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
-from triton_kitchen.stability import MAX_WINDOWS, run_stable
+from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
+from triton_kitchen.tools.bench import (
+    DISTRIBUTIONS,
+    MAX_CONCURRENCY,
+    MAX_DURATION_S,
+    MAX_REQUEST_RATE,
+    WireCount,
+)
+from triton_kitchen.tools.perf_analyzer import PerfAnalyzerError, cross_check
+from triton_kitchen.tools.protocols import BENCH_PROTOCOLS, DEFAULT_TIMEOUT_S, base_protocol
+from triton_kitchen.tools.stability import MAX_WINDOWS, run_stable
 
 AddParser = Callable[[argparse._SubParsersAction], argparse.ArgumentParser]
 _SUBCOMMANDS: list[AddParser] = []
@@ -239,7 +245,7 @@ def _add_dag_args(p: argparse.ArgumentParser) -> None:
 
 
 def dag_command(args: argparse.Namespace) -> int:
-    from triton_kitchen.diagram import to_dot
+    from triton_kitchen.tools.diagram import to_dot
 
     p = Path(args.path)
     if p.is_file():

@@ -1,6 +1,6 @@
 """``python -m triton_kitchen simulate``: the batching simulator, calibrated from a live server.
 
-Registered in :mod:`triton_kitchen.cli`. Settings not given come from the model's loaded config; the result is
+Registered in :mod:`triton_kitchen.cli.main`. Settings not given come from the model's loaded config; the result is
 simulated (never measured) and says so; the calibration it rests on was measured in this run.
 """
 
@@ -11,9 +11,9 @@ import dataclasses
 import json
 import sys
 
-from triton_kitchen.calibration import CalibrationError, calibrate
-from triton_kitchen.endpoint import Endpoint, host_port
-from triton_kitchen.simulator import MAX_REQUESTS, simulate
+from triton_kitchen.core.endpoint import Endpoint, host_port
+from triton_kitchen.tools.calibration import CalibrationError, calibrate
+from triton_kitchen.tools.simulator import MAX_REQUESTS, simulate
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -105,7 +105,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             url = host_port(args.url)
             endpoint = Endpoint.remote(url)
         else:
-            from triton_kitchen.server import EmbeddedServer
+            from triton_kitchen.core.server import EmbeddedServer
 
             server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
             print("starting the embedded tritonserver ...", file=sys.stderr, flush=True)

@@ -1,6 +1,6 @@
-"""``python -m triton_kitchen trace``: one request seen from inside an ensemble (:mod:`triton_kitchen.inside`).
+"""``python -m triton_kitchen trace``: one request seen from inside an ensemble (:mod:`triton_kitchen.tools.inside`).
 
-Registered in :mod:`triton_kitchen.cli`. ``--json`` prints exactly one JSON document on stdout, also when the
+Registered in :mod:`triton_kitchen.cli.main`. ``--json`` prints exactly one JSON document on stdout, also when the
 request fails or cannot be made (``"ok": false``, exit 1); every message goes to stderr.
 """
 
@@ -11,8 +11,15 @@ import json
 import re
 import sys
 
-from triton_kitchen.endpoint import Endpoint, host_port
-from triton_kitchen.inside import PROTOCOLS, InsideError, InsideReport, failure_json, look_inside, read_inputs
+from triton_kitchen.core.endpoint import Endpoint, host_port
+from triton_kitchen.tools.inside import (
+    PROTOCOLS,
+    InsideError,
+    InsideReport,
+    failure_json,
+    look_inside,
+    read_inputs,
+)
 
 
 def add_trace_parser(subparsers) -> argparse.ArgumentParser:
@@ -63,14 +70,14 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
 
 
 def _report(args: argparse.Namespace) -> InsideReport:
-    from triton_kitchen.protocols import ProtocolError, model_info
+    from triton_kitchen.tools.protocols import ProtocolError, model_info
 
     server = None
     try:
         if args.url:
             endpoint = _endpoint(args)
         else:
-            from triton_kitchen.server import EmbeddedServer, ServerStartError
+            from triton_kitchen.core.server import EmbeddedServer, ServerStartError
 
             server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
             print("starting the embedded tritonserver ...", file=sys.stderr, flush=True)

@@ -1,6 +1,6 @@
 """Supervisor process for the embedded tritonserver.
 
-Run as ``python -m triton_kitchen._supervise LOGFILE GRACE -- CMD...``. It starts CMD in a process
+Run as ``python -m triton_kitchen.core._supervise LOGFILE GRACE -- CMD...``. It starts CMD in a process
 group of its own and watches its stdin: when stdin reaches EOF (the app closed it, or the app died
 and the kernel closed it) or SIGTERM arrives, it terminates the whole group (tritonserver and its
 Python backend stubs), waits GRACE seconds, then kills what is left.

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core.errors import KitchenError
 
 
 def default_workers() -> int:

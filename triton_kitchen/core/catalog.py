@@ -2,7 +2,7 @@
 
 Every page that lists the repository asks here (``models``, ``model_names``, ``ensemble_names``), so
 the browser, the labs and the diagrams agree on which models exist and in which order; :func:`fingerprint`
-tells a cache when a config file changed.  Reading the files is :mod:`triton_kitchen.config`'s job.
+tells a cache when a config file changed.  Reading the files is :mod:`triton_kitchen.core.config`'s job.
 
     catalog.model_names()                         # image_classifier, preprocess, classifier, ...
     catalog.ensemble_names()                      # image_classifier, ensemble_pipeline, tta_ensemble, ...
@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from triton_kitchen.config import ModelEntry, load_repository
-from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen.core.config import ModelEntry, load_repository
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
 
 # chapter 1's set meal: one ensemble of three steps
 IMAGE_CLASSIFIER = "image_classifier"

@@ -11,9 +11,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen import clients
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core import clients
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
 
 CLASSIFY_MODELS = ("image_classifier", "tta_ensemble", "cascade_ensemble", "cascade_bls")
 

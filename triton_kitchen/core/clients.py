@@ -7,7 +7,7 @@
   ``with clients.http(endpoint) as client:`` makes one and closes it on the same thread.
 
 Every call that is not an inference (health, metadata, config, statistics, repository, trace) goes
-through :mod:`triton_kitchen.kserve`, not through these clients.
+through :mod:`triton_kitchen.core.kserve`, not through these clients.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core.endpoint import Endpoint
 
 DEFAULT_TIMEOUT_S = 30.0
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.tensors import DTYPE_SIZES, dtype_name
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.tensors import DTYPE_SIZES, dtype_name
 
 __all__ = [
     "DTYPE_SIZES",

@@ -5,7 +5,7 @@ unload), trace settings and system shared-memory regions. One ``http.client`` co
 no gevent (``tritonclient.http`` runs on gevent and fails when a client crosses threads, and Streamlit runs each
 script run on its own thread).
 
-Every function takes ``target``: an :class:`~triton_kitchen.endpoint.Endpoint` (its HTTP address; its
+Every function takes ``target``: an :class:`~triton_kitchen.core.endpoint.Endpoint` (its HTTP address; its
 headers unlock the restricted repository and trace APIs of the embedded server) or an HTTP ``host:port``.
 """
 
@@ -16,8 +16,8 @@ import http.client
 import json
 from typing import Any
 
-from triton_kitchen.endpoint import Endpoint, split_host_port
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core.endpoint import Endpoint, split_host_port
+from triton_kitchen.core.errors import KitchenError
 
 DEFAULT_TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 180.0

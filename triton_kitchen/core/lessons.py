@@ -26,13 +26,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from triton_kitchen import cjk
+from triton_kitchen.core import cjk
 
 LANGS = ("zh", "en")
 DEFAULT_LANG = "zh"
 CJK_LANGS = ("zh",)  # their lessons, quizzes and UI strings go through cjk.normalize when loaded
 CHAPTERS = tuple(range(1, 11))
-LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 
 FRONT_MATTER_KEYS = ("title", "chapter", "summary", "live")
 INTRO_SECTION = "intro"
@@ -161,7 +161,7 @@ def load_lesson(chapter: int, lang: str = DEFAULT_LANG) -> Lesson:
         raise LessonError(f"{path}: chapter is not a number: {meta['chapter']!r}") from exc
     if declared != chapter:
         raise LessonError(f"{path}: front matter says chapter {declared}, file name says {chapter}")
-    if lang in CJK_LANGS:  # no stray spaces, bold that renders (triton_kitchen.cjk)
+    if lang in CJK_LANGS:  # no stray spaces, bold that renders (triton_kitchen.core.cjk)
         meta, body = {k: cjk.normalize(v) for k, v in meta.items()}, cjk.normalize(body)
     return Lesson(
         chapter=chapter,

@@ -14,10 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from triton_kitchen import kserve
-from triton_kitchen.catalog import CLASSIFIER, HFLIP
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core import kserve
+from triton_kitchen.core.catalog import CLASSIFIER, HFLIP
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
 
 MODEL = CLASSIFIER
 MAX_INSTANCES = 4

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-LABELS_FILE = Path(__file__).resolve().parent.parent / "model_repository" / "classifier" / "labels.txt"
+LABELS_FILE = Path(__file__).resolve().parents[2] / "model_repository" / "classifier" / "labels.txt"
 
 
 @lru_cache(maxsize=4)

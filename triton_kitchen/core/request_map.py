@@ -7,7 +7,7 @@ batcher and instance; the map draws that once, in line.
 
 from __future__ import annotations
 
-from triton_kitchen import lessons
+from triton_kitchen.core import lessons
 
 STAGES = ("client", "frontend", "ensemble", "queue", "batcher", "instance", "backend", "response")
 

@@ -1,5 +1,5 @@
 """Sample inputs: scikit-image's offline photos as JPEG bytes, the classifier's input tensor, ImageNet
-labels (from :mod:`triton_kitchen.postprocessing`, which the models' Python stubs import too)."""
+labels (from :mod:`triton_kitchen.core.postprocessing`, which the models' Python stubs import too)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from triton_kitchen.postprocessing import LABELS_FILE, load_labels
+from triton_kitchen.core.postprocessing import LABELS_FILE, load_labels
 
 SAMPLE_PHOTOS = ("chelsea", "coffee", "astronaut", "rocket", "camera", "stereo_motorcycle")
 DEFAULT_PHOTO = "chelsea"  # a cat: the classifier's top-1 is a kind of cat
@@ -32,7 +32,7 @@ def sample_jpeg(name: str = DEFAULT_PHOTO, quality: int = 90) -> bytes:
 
 def image_tensor(jpeg: bytes) -> np.ndarray:
     """The classifier's FP32 [1, 3, 224, 224] input for an encoded image (client-side preprocessing)."""
-    from triton_kitchen.imaging import preprocess_bytes
+    from triton_kitchen.core.imaging import preprocess_bytes
 
     return preprocess_bytes(jpeg)[None]
 

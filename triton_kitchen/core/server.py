@@ -22,11 +22,11 @@ import threading
 import time
 from pathlib import Path
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint
+from triton_kitchen.core.errors import KitchenError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 RESTRICTED_HEADER = "triton-kitchen-key"
 RESTRICTED_CATEGORIES = "model-repository,trace"
@@ -335,7 +335,7 @@ class EmbeddedServer:
             [
                 sys.executable,
                 "-m",
-                "triton_kitchen._supervise",
+                "triton_kitchen.core._supervise",
                 str(self.log_file),
                 str(self.grace),
                 "--",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from triton_kitchen.server import ServerStartError
+from triton_kitchen.core.server import ServerStartError
 
 RESTART_TIMEOUT_S = 180.0
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 class Supervised(Protocol):
-    """What the supervisor needs of a server (``triton_kitchen.server.EmbeddedServer`` has it)."""
+    """What the supervisor needs of a server (``triton_kitchen.core.server.EmbeddedServer`` has it)."""
 
     @property
     def running(self) -> bool: ...

@@ -14,19 +14,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triton_kitchen import kserve
-from triton_kitchen.batch_runs import (
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.override import MODEL, load_model, overridden
+from triton_kitchen.tools.batch_runs import (
     SETTLE_S,
     BatchingSettings,
     classifier_inputs,
     config_override,
     run_setting,
 )
-from triton_kitchen.bench import BenchProgress, run_bench
-from triton_kitchen.calibration import CalibrationError, predict
-from triton_kitchen.calibration import calibrate as calibrate_server
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.override import MODEL, load_model, overridden
+from triton_kitchen.tools.bench import BenchProgress, run_bench
+from triton_kitchen.tools.calibration import CalibrationError, predict
+from triton_kitchen.tools.calibration import calibrate as calibrate_server
 
 
 def compare_batching(

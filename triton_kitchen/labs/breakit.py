@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from triton_kitchen import kserve
-from triton_kitchen.catalog import CLASSIFIER, HFLIP, STREAMER
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core import kserve
+from triton_kitchen.core.catalog import CLASSIFIER, HFLIP, STREAMER
+from triton_kitchen.core.endpoint import Endpoint
 
 CASES = ("grpc_limit", "decoupled_http", "bytes_nul", "not_loaded")
 BIG_BATCH = 8  # hflip's max_batch_size: 8 x 3 x 224 x 224 FP32 = 4.8 MB each way
@@ -109,7 +109,7 @@ def _exc_text(exc: Exception) -> str:
 def _big_request(batch: int = BIG_BATCH):
     from tritonclient.grpc import service_pb2
 
-    from triton_kitchen.samples import SAMPLE_PHOTOS, image_tensor, sample_jpeg
+    from triton_kitchen.core.samples import SAMPLE_PHOTOS, image_tensor, sample_jpeg
 
     x = np.repeat(image_tensor(sample_jpeg(SAMPLE_PHOTOS[0])), batch, axis=0).astype(np.float32)
     req = service_pb2.ModelInferRequest(model_name=HFLIP)
@@ -177,8 +177,8 @@ def grpc_limit(endpoint: Endpoint) -> CaseResult:
 def decoupled_http(endpoint: Endpoint) -> CaseResult:
     import tritonclient.http as httpclient
 
-    from triton_kitchen import clients
-    from triton_kitchen.protocols import streaming
+    from triton_kitchen.core import clients
+    from triton_kitchen.tools.protocols import streaming
 
     text = "break it, then fix it"
     with clients.http(endpoint) as client:
@@ -257,8 +257,8 @@ def bytes_nul(endpoint: Endpoint) -> CaseResult:
 
 # -- a model that is not loaded --------------------------------------------------------------------------
 def _infer(endpoint: Endpoint, protocol: str, model: str, version: str = "") -> Attempt:
-    from triton_kitchen import clients
-    from triton_kitchen.samples import SAMPLE_PHOTOS, image_tensor, sample_jpeg
+    from triton_kitchen.core import clients
+    from triton_kitchen.core.samples import SAMPLE_PHOTOS, image_tensor, sample_jpeg
 
     x = image_tensor(sample_jpeg(SAMPLE_PHOTOS[0]))
     kind = f"{protocol}_{'version' if version else 'name'}"

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.samples import image_tensor, imagenet_labels
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.samples import image_tensor, imagenet_labels
 
 # -- the tutorial's client ---------------------------------------------------------------------
 MISTAKES = ("none", "tensor_name", "dtype", "shape", "dead_server")
@@ -85,8 +85,8 @@ def run_tutorial(
     """Run the tutorial client over ``protocol`` ("http" or "grpc"), optionally with a deliberate mistake."""
     from tritonclient.utils import InferenceServerException
 
-    from triton_kitchen.classify import error_code
-    from triton_kitchen.server import free_port
+    from triton_kitchen.core.classify import error_code
+    from triton_kitchen.core.server import free_port
 
     if mistake not in MISTAKES:
         raise ValueError(f"unknown mistake {mistake!r}; expected one of {MISTAKES}")
@@ -139,7 +139,7 @@ def quick_protocol_check(
     One client, one request at a time: a first look, not the protocol lab's benchmark. Each call is
     encoded anew and timed whole (encode, send, decode), as a client's ``infer()`` would pay it.
     """
-    from triton_kitchen.protocols.call import PROTOCOLS, Caller
+    from triton_kitchen.tools.protocols.call import PROTOCOLS, Caller
 
     arrays = {"input_image": demo_input(image)}
     callers = {

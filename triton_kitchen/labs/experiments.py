@@ -2,7 +2,7 @@
 
 - :func:`chaining` — the same three steps called one by one from the client vs one ensemble call:
   latency and the bytes that crossed the network (payload and wire bytes, via
-  :class:`~triton_kitchen.protocols.CountingProxy`), over HTTP and gRPC, in one run.
+  :class:`~triton_kitchen.tools.protocols.CountingProxy`), over HTTP and gRPC, in one run.
 - :func:`parallel_branches` — ``tta_ensemble``'s two branches, overlap read from the trace, next to
   a sequential variant (the same steps one after another from the client).
 - :func:`cascade` — ``cascade_ensemble`` (both stages always run) vs ``cascade_bls`` (early exit):
@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from triton_kitchen import kserve, trace
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols import Caller, CountingProxy, image_tensor, sample_jpeg
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.tools import trace
+from triton_kitchen.tools.protocols import Caller, CountingProxy, image_tensor, sample_jpeg
 
 CHAIN_MODEL = "image_classifier"
 CHAIN_STEPS = (
@@ -418,7 +419,7 @@ def cascade_call(
     Statistics land just after the response, so the counts are read until every tier that must have run has
     counted it (``trace.statistics_after``; or timeout).
     """
-    from triton_kitchen.classify import classify
+    from triton_kitchen.core.classify import classify
 
     before = trace.model_statistics(endpoint, CASCADE_TIERS)
     result = classify(endpoint, image, model=model, protocol=protocol)
@@ -544,7 +545,7 @@ def order_a_meal(endpoint: Endpoint, image: bytes, protocol: str = "grpc") -> Me
     """One request to ``image_classifier``; the statistics say which models counted it (another client's
     requests meanwhile would add to the counts, not to the number of models that moved). A server whose
     statistics API is closed still classifies: ``counted`` is then empty."""
-    from triton_kitchen.classify import classify
+    from triton_kitchen.core.classify import classify
 
     try:
         before = trace.model_statistics(endpoint, SET_MEAL)

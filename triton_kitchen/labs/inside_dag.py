@@ -2,10 +2,10 @@
 with Triton's own message, the steps pruned for the outputs a client left out greyed, and each step coloured by
 its queue or compute time (one request, or the median of the last N).
 
-What is drawn comes from :mod:`triton_kitchen.inside` (the server's statistics and, where open to us, its trace),
+What is drawn comes from :mod:`triton_kitchen.tools.inside` (the server's statistics and, where open to us, its trace),
 never from the config alone: before a request is sent, only the *prediction* (which steps the requested outputs
-need) is drawn, and said to be one. The DOT comes from :func:`triton_kitchen.diagram.to_dot` with
-:class:`~triton_kitchen.diagram.Mark` decorations; the words from the ``[inside]`` table of ``ui.toml``.
+need) is drawn, and said to be one. The DOT comes from :func:`triton_kitchen.tools.diagram.to_dot` with
+:class:`~triton_kitchen.tools.diagram.Mark` decorations; the words from the ``[inside]`` table of ``ui.toml``.
 
     report = inside_dag.probe(endpoint, "second_opinion", jpeg, outputs=["top5_labels"])
     dot = inside_dag.dot(dag, lang="zh", outputs=["top5_labels"], report=report, colour_by="compute")
@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_kitchen import diagram, inside, lessons
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.ensemble import Dag, build_dag
-from triton_kitchen.server import DEFAULT_REPOSITORY
+from triton_kitchen.core import lessons
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.ensemble import Dag, build_dag
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
+from triton_kitchen.tools import diagram, inside
 
 # bytes that are no image: what a student sends to see a step fail (preprocess's Pillow refuses them)
 NOT_AN_IMAGE = b"Triton Kitchen: a text file, not a photo.\n"
@@ -58,7 +59,7 @@ def input_arrays(dag: Dag, image: bytes) -> dict[str, np.ndarray]:
     name = dag.inputs[0]
     if takes_bytes(dag):
         return {name: np.array([[image]], dtype=object)}
-    from triton_kitchen.samples import image_tensor
+    from triton_kitchen.core.samples import image_tensor
 
     try:
         return {name: image_tensor(image)}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from triton_kitchen import burst, metrics
-from triton_kitchen.catalog import CLASSIFIER
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core.catalog import CLASSIFIER
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.tools import burst, metrics
 
 MODEL = CLASSIFIER
 SHOWN = ("nv_inference_request_success", "nv_inference_count", "nv_inference_exec_count")

@@ -6,7 +6,7 @@ import re
 
 from google.protobuf import text_format
 
-from triton_kitchen.config import parse_config
+from triton_kitchen.core.config import parse_config
 
 # one map entry written on one line, as the repository's configs write them
 _MAP_ENTRY = re.compile(r'(input_map\s*\{\s*key:\s*)"([^"]+)"(\s*value:\s*)"([^"]+)"')

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import tritonclient.grpc as grpcclient
 
-from triton_kitchen import kserve, override
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core import kserve, override
+from triton_kitchen.core.endpoint import Endpoint
 
 MODEL = "hflip"
 WAYS = ("reload", "unload_load")

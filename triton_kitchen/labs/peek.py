@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.imaging import MEAN, SCALE
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.imaging import MEAN, SCALE
 
 WAIT_S = 5.0  # longest wait for the request's trace file
 _TENSOR = re.compile(
@@ -200,8 +200,8 @@ def _rank(p: Peek, t: PeekTensor) -> tuple[int, int]:
 def peek_trace(endpoint: Endpoint, model: str, send, timeout_s: float = WAIT_S) -> Peek:
     """Switch ``level=TENSORS`` tracing on for ``model``, ``send()`` one request, read its tensors (raises
     kserve.KServeError when the trace API is closed, PeekError when the file is out of reach or silent)."""
-    from triton_kitchen.trace.capture import _capture_lock, _signatures
-    from triton_kitchen.trace.parse import trace_files
+    from triton_kitchen.tools.trace.capture import _capture_lock, _signatures
+    from triton_kitchen.tools.trace.parse import trace_files
 
     with _capture_lock:
         settings = kserve.trace_settings(endpoint, model)
@@ -244,8 +244,8 @@ def peek_trace(endpoint: Endpoint, model: str, send, timeout_s: float = WAIT_S) 
 # -- calling each step ----------------------------------------------------------------------------------
 def peek_steps(endpoint: Endpoint, model: str, arrays: dict[str, np.ndarray], protocol: str = "grpc") -> Peek:
     """Each step model called in turn with the tensors earlier steps returned in this run (any server)."""
-    from triton_kitchen.inside import PROTOCOLS, server_dag
-    from triton_kitchen.protocols import Caller, ProtocolError
+    from triton_kitchen.tools.inside import PROTOCOLS, server_dag
+    from triton_kitchen.tools.protocols import Caller, ProtocolError
 
     protocol = PROTOCOLS.get(protocol, protocol)
     dag = server_dag(endpoint, model)
@@ -299,8 +299,8 @@ def peek(
 ) -> Peek:
     """One request's tensors at each step: from Triton's TENSORS trace where open to us, else by calling each
     step (the result's ``source`` and ``notes`` say which, and why)."""
-    from triton_kitchen.inside import PROTOCOLS
-    from triton_kitchen.protocols import Caller, ProtocolError
+    from triton_kitchen.tools.inside import PROTOCOLS
+    from triton_kitchen.tools.protocols import Caller, ProtocolError
 
     protocol = PROTOCOLS.get(protocol, protocol)  # "http" -> the binary tensor extension, as trace does
     if use_trace:

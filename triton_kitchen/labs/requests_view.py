@@ -24,9 +24,9 @@ import tritonclient.http as httpclient
 from google.protobuf import text_format
 from tritonclient.grpc import service_pb2
 
-from triton_kitchen.endpoint import Endpoint, split_host_port
-from triton_kitchen.imaging import preprocess_bytes
-from triton_kitchen.protocols.call import infer_request_message
+from triton_kitchen.core.endpoint import Endpoint, split_host_port
+from triton_kitchen.core.imaging import preprocess_bytes
+from triton_kitchen.tools.protocols.call import infer_request_message
 
 HTTP_HEADER_NAME = "Inference-Header-Content-Length"
 USER_AGENT = "python/gevent-http-client"
@@ -216,7 +216,7 @@ def send_http(endpoint: Endpoint, view: HttpRequestView, timeout: float = 30.0) 
     """POST the exact body of ``view`` and split the answer into JSON header and binary tail.
 
     Triton's errors (HTTP 400 with a JSON ``error``) come back as a view too; only a dead server raises
-    (an OSError). An inference, so not :mod:`~triton_kitchen.kserve`'s, but on the same ``http.client``:
+    (an OSError). An inference, so not :mod:`~triton_kitchen.core.kserve`'s, but on the same ``http.client``:
     the page shows the answer's headers, which kserve does not return.
     """
     headers = {k: v for k, v in view.headers.items() if k not in ("Host", "Content-Length")}
@@ -334,8 +334,8 @@ class ShmRequestView:
 def shm_request(endpoint, model: str, image: bytes, protocol: str = "grpc-shm") -> ShmRequestView:
     """Send one request for this photo through shared memory (the embedded server: it must map this machine's
     memory) and show what crossed the socket. Raises protocols.ProtocolError when it cannot be done."""
-    from triton_kitchen import kserve
-    from triton_kitchen.protocols.shm import ShmCaller
+    from triton_kitchen.core import kserve
+    from triton_kitchen.tools.protocols.shm import ShmCaller
 
     tensors = request_inputs(model, image)
     caller = ShmCaller(

@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triton_kitchen import batch_runs
-from triton_kitchen.bench import BenchProgress, BenchResult, run_bench
-from triton_kitchen.burst import MAX_BURST, Burst, burst, warm_up
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.override import MODEL, BatchingError, load_model, overridden
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.override import MODEL, BatchingError, load_model, overridden
+from triton_kitchen.tools import batch_runs
+from triton_kitchen.tools.bench import BenchProgress, BenchResult, run_bench
+from triton_kitchen.tools.burst import MAX_BURST, Burst, burst, warm_up
 
 ACTIONS = ("REJECT", "DELAY")
 MAX_TIMEOUT_US = 1_000_000

@@ -17,7 +17,7 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core.endpoint import Endpoint
 
 MODEL = "hflip"
 IMAGE_BYTES = 3 * 224 * 224 * 4

@@ -25,7 +25,7 @@ output ``logits`` FP32 ``[N, 1000]`` (ImageNet-1k class ids; softmax not applied
 
 **The graph does not normalize its input.** It expects RGB already scaled as
 ``(x - 127) / 128`` from 0..255 pixel values -- that is done by the preprocessing
-(:func:`triton_kitchen.imaging.preprocess`), not here. ImageNet mean/std normalization is
+(:func:`triton_kitchen.core.imaging.preprocess`), not here. ImageNet mean/std normalization is
 wrong for these weights (it fails quietly, with lower confidence).
 
 :func:`build_coarse_model` makes the cheaper "coarse" variant used by the cascade: the same

@@ -13,10 +13,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from triton_kitchen import kserve
-from triton_kitchen.bench import BenchProgress, run_bench
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.override import (
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.override import (
     MAX_INSTANCES,
     MAX_QUEUE_DELAY_US,
     MODEL,
@@ -25,7 +24,8 @@ from triton_kitchen.override import (
     load_model,
     overridden,
 )
-from triton_kitchen.protocols import image_tensor, sample_jpeg
+from triton_kitchen.tools.bench import BenchProgress, run_bench
+from triton_kitchen.tools.protocols import image_tensor, sample_jpeg
 
 SETTLE_S = 0.5
 

@@ -11,8 +11,8 @@ only when asked (``count_wire``), in a separate short pass through a byte-counti
 timed run: the proxy's extra hops and pump threads would slow the very requests being timed.
 
 The engine is a Python client (one connection per worker thread, see
-:class:`triton_kitchen.protocols.Caller`). :mod:`triton_kitchen.perf_analyzer` checks its numbers against
-NVIDIA's C++ ``perf_analyzer``; :mod:`triton_kitchen.cli` holds the ``bench`` subcommand.
+:class:`triton_kitchen.tools.protocols.Caller`). :mod:`triton_kitchen.tools.perf_analyzer` checks its numbers against
+NVIDIA's C++ ``perf_analyzer``; :mod:`triton_kitchen.cli.main` holds the ``bench`` subcommand.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from triton_kitchen import kserve, server_stats
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols import (
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.tools import server_stats
+from triton_kitchen.tools.protocols import (
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
     ProtocolError,
@@ -514,7 +515,7 @@ def count_wire_bytes(
     calls: int = WIRE_PASS_CALLS,
 ) -> WireCount:
     """Bytes per request on the wire, from ``1 + calls`` untimed calls on one connection through a
-    :class:`~triton_kitchen.protocols.CountingProxy` (asking for all of the model's outputs, as the lab's runs
+    :class:`~triton_kitchen.tools.protocols.CountingProxy` (asking for all of the model's outputs, as the lab's runs
     do); raises ProtocolError when a call fails."""
     m = measure_protocol(endpoint, protocol, model, inputs, calls, compression, timeout_s)
     return WireCount(

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 import tritonclient.grpc as grpcclient
 
-from triton_kitchen import clients
-from triton_kitchen.batch_runs import classifier_inputs
-from triton_kitchen.catalog import CLASSIFIER
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.override import BatchingError
+from triton_kitchen.core import clients
+from triton_kitchen.core.catalog import CLASSIFIER
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.override import BatchingError
+from triton_kitchen.tools.batch_runs import classifier_inputs
 
 MAX_BURST = 64
 BURST_TIMEOUT_S = 60.0

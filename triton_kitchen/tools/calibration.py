@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from triton_kitchen import kserve, server_stats
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.simulator import BatcherConfig, ServiceModel, simulate
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.tools import server_stats
+from triton_kitchen.tools.simulator import BatcherConfig, ServiceModel, simulate
 
 MIN_EXECUTIONS = 20  # per batch size, for the statistics already there to count
 CALIBRATION_S = 0.8  # per batch size of the calibration load
@@ -115,7 +116,7 @@ def _run(
 ) -> _Window:
     """One request at a time for ``duration_s``, after ``warmup`` calls; the statistics snapshots bracket
     exactly the timed calls, so client and server figures cover the same requests."""
-    from triton_kitchen.protocols import Caller, ProtocolError
+    from triton_kitchen.tools.protocols import Caller, ProtocolError
 
     caller = Caller(endpoint, protocol, model, inputs)
     try:
@@ -145,7 +146,7 @@ def calibrate(
 ) -> Calibration:
     """Measure what the simulator needs; see the module's docstring. ``sizes``: batch sizes to time (default
     1, 2, 4, ... up to max_batch_size, and max_batch_size itself)."""
-    from triton_kitchen.protocols import sample_inputs
+    from triton_kitchen.tools.protocols import sample_inputs
 
     try:
         cfg_json = kserve.model_config(endpoint, model)

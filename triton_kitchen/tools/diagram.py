@@ -1,6 +1,6 @@
 """Pictures of an ensemble DAG: DOT text for ``st.graphviz_chart``, and the layered layout an animation uses.
 
-Both draw the same graph (:class:`triton_kitchen.ensemble.Dag`): ensemble inputs on the left, steps in
+Both draw the same graph (:class:`triton_kitchen.core.ensemble.Dag`): ensemble inputs on the left, steps in
 columns by level (``DagStep.stage``: steps of one level stacked, they may run at the same time), ensemble
 outputs on the right; each edge is a tensor labelled with its name, type, shape and bytes per request.
 People read "level" (zh 层) for a DAG column; "tier" (zh 级) is a cascade's, never the DAG's.  The words
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from triton_kitchen import lessons
-from triton_kitchen.ensemble import Dag
-from triton_kitchen.tensors import format_bytes, short_name
+from triton_kitchen.core import lessons
+from triton_kitchen.core.ensemble import Dag
+from triton_kitchen.core.tensors import format_bytes, short_name
 
 COLORS = {
     "input": "#d8f0d8",
@@ -41,7 +41,7 @@ COLOR_NAMES = {
 
 @dataclass(frozen=True)
 class Mark:
-    """A node's decoration on top of its usual look (:mod:`triton_kitchen.inside_dag` draws a request with them):
+    """A node's decoration on top of its usual look (:mod:`triton_kitchen.labs.inside_dag` draws a request with them):
     a fill, a border colour and width, a dashed outline, a font colour, and lines added under the label."""
 
     fill: str | None = None

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-from triton_kitchen import lessons
+from triton_kitchen.core import lessons
 
 LETTERS = "ABCDEFGHIJ"
 ORDER_SEED = "handout"  # the printed choice order: stable across runs, so a key printed later still matches

@@ -37,11 +37,12 @@ from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import triton_to_np_dtype
 
-from triton_kitchen import kserve, server_stats
-from triton_kitchen.config import ModelEntry
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.ensemble import Dag, build_dag
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core import kserve
+from triton_kitchen.core.config import ModelEntry
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.ensemble import Dag, build_dag
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.tools import server_stats
 
 PROTOCOLS = {"http": "http-binary", "grpc": "grpc"}  # trace's --protocol -> the Caller's protocol
 EVIDENCE = ("trace", "statistics", "error_text")
@@ -177,7 +178,7 @@ def needed_steps(dag: Dag, outputs: list[str] | None) -> set[str]:
 def read_inputs(specs: list[str], info) -> dict[str, np.ndarray]:
     """``--input`` values -> the request's arrays. ``FILE`` (the model has one required input) or ``NAME=FILE``;
     a BYTES input gets the file's bytes as one element, a tensor input a ``.npy`` file (its batch dimension of 1
-    may be left out). ``info`` is the model's :class:`~triton_kitchen.protocols.ModelInfo`."""
+    may be left out). ``info`` is the model's :class:`~triton_kitchen.tools.protocols.ModelInfo`."""
     by_name = {t.name: t for t in info.inputs}
     required = [t.name for t in info.inputs if not t.optional]
     arrays: dict[str, np.ndarray] = {}
@@ -335,7 +336,7 @@ def _settled_after(endpoint: Endpoint, model: str, before: dict) -> dict:
 
 def _send(caller):
     """The call's result, or the ProtocolError it raised (so that a failed request's trace is still read)."""
-    from triton_kitchen.protocols import ProtocolError
+    from triton_kitchen.tools.protocols import ProtocolError
 
     try:
         return caller.call()
@@ -354,8 +355,8 @@ def look_inside(
 ) -> InsideReport:
     """Send one request to ``model`` and report it from inside (see the module docstring). ``endpoint``'s HTTP
     address serves the statistics and configs; the request goes over ``protocol`` (``http`` or ``grpc``)."""
-    from triton_kitchen import trace
-    from triton_kitchen.protocols import Caller, ProtocolError
+    from triton_kitchen.tools import trace
+    from triton_kitchen.tools.protocols import Caller, ProtocolError
 
     try:
         dag = server_dag(endpoint, model)
@@ -483,7 +484,7 @@ def _version(v: int) -> int | None:
 
 def _apply_trace(steps: list[StepReport], dag: Dag, timeline) -> None:
     """Ran, scheduled, version and times from the request's own trace."""
-    from triton_kitchen.flow.run import attach  # step assignment for a model used twice
+    from triton_kitchen.tools.flow.run import attach  # step assignment for a model used twice
 
     attach(dag, timeline)
     by_index = timeline.by_step()

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from triton_kitchen.endpoint import DEFAULT_PORTS, Endpoint, split_host_port
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint, split_host_port
+from triton_kitchen.core.errors import KitchenError
 
 # Triton's metric name -> our field
 MODEL_COUNTERS = {

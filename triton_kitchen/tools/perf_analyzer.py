@@ -1,4 +1,4 @@
-"""NVIDIA's C++ ``perf_analyzer`` as a second opinion on :mod:`triton_kitchen.bench`'s numbers.
+"""NVIDIA's C++ ``perf_analyzer`` as a second opinion on :mod:`triton_kitchen.tools.bench`'s numbers.
 
 Discovery (the binary ships in ``tritonclient==2.51.0``'s wheel), the environment it needs (two shared
 libraries that wheel keeps under hashed names), its ``--input-data`` JSON, one bounded run, and
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_kitchen.bench import ENGINE, BenchProgress, BenchResult, run_bench
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.protocols import check_protocol, sample_inputs, serialized_bytes_tensor
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.tools.bench import ENGINE, BenchProgress, BenchResult, run_bench
+from triton_kitchen.tools.protocols import check_protocol, sample_inputs, serialized_bytes_tensor
 
 
 class PerfAnalyzerError(KitchenError):
@@ -51,7 +51,7 @@ def perf_analyzer_binary() -> Path | None:
 def perf_analyzer_env() -> dict[str, str]:
     """Environment with ``libb64.so.0d`` and ``libcudart.so.12`` linked from ``nvidia_pytriton.libs``
     (where they live under hashed names) into a cache folder on ``LD_LIBRARY_PATH``."""
-    from triton_kitchen.server import cache_root
+    from triton_kitchen.core.server import cache_root
 
     env = dict(os.environ)
     try:

@@ -7,8 +7,8 @@
   a ModelConfig as a few readable rows (kind, batching, instances, tensors, steps);
 * :func:`check_ensemble_text`, :func:`ensemble_dot`, :func:`intermediate_memory` -- the editor's checks.
 
-Files are read by :mod:`triton_kitchen.config` (the one reader, into ``config.ModelEntry``); the course's
-own repository is listed by :mod:`triton_kitchen.catalog`.  Everything here is read-only: nothing is
+Files are read by :mod:`triton_kitchen.core.config` (the one reader, into ``config.ModelEntry``); the course's
+own repository is listed by :mod:`triton_kitchen.core.catalog`.  Everything here is read-only: nothing is
 written to a repository or loaded into a server.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen import catalog, kserve
-from triton_kitchen.config import (
+from triton_kitchen.core import catalog, kserve
+from triton_kitchen.core.config import (
     ConfigError,
     ModelEntry,
     is_model_dir,
@@ -35,11 +35,11 @@ from triton_kitchen.config import (
     read_config_file,
     read_model_dir,
 )
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.ensemble import Msg, Problem, autofill
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.server import DEFAULT_REPOSITORY, REPO_ROOT
-from triton_kitchen.tensors import short_name
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.ensemble import Msg, Problem, autofill
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.server import DEFAULT_REPOSITORY, REPO_ROOT
+from triton_kitchen.core.tensors import short_name
 
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_MODELS = 500
@@ -210,7 +210,7 @@ def missing_config_text(entry: ModelEntry, lang: str) -> str:
     when the folder has a config."""
     if entry.error is None or entry.error.code != "no_config":
         return ""
-    from triton_kitchen.ensemble import validate_model
+    from triton_kitchen.core.ensemble import validate_model
 
     errors = [p for p in validate_model(entry.name, {entry.name: entry}) if p.is_error]
     return errors[0].text(lang) if errors else ""
@@ -309,7 +309,7 @@ def summary_rows(entries: list[ModelEntry], status: ServerStatus | None = None) 
     return rows
 
 
-# -- ensembles: validation, DAG and memory through triton_kitchen.config/ensemble/diagram -------
+# -- ensembles: validation, DAG and memory through triton_kitchen.core.config/ensemble/diagram -------
 @dataclass
 class EnsembleCheck:
     """An edited ensemble config: parsed (or not), its problems, its DAG and a drawing."""
@@ -348,10 +348,11 @@ def check_ensemble_text(
 ) -> EnsembleCheck:
     """Check an edited config of model ``name`` as if it replaced that model's file in ``repo``.
 
-    Triton's rules (triton_kitchen.ensemble) against the real step models; nothing is written or loaded.
+    Triton's rules (triton_kitchen.core.ensemble) against the real step models; nothing is written or loaded.
     The explanations are in ``lang`` (the ``[problem]`` tables of lessons/<lang>/ui.toml).
     """
-    from triton_kitchen import diagram, ensemble
+    from triton_kitchen.core import ensemble
+    from triton_kitchen.tools import diagram
 
     if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
         too_large = _msg("config_too_large", lang, limit=MAX_CONFIG_BYTES)
@@ -389,7 +390,8 @@ def check_ensemble_text(
 
 def ensemble_dot(name: str, repo: Path | str = DEFAULT_REPOSITORY, lang: str = "en") -> str:
     """DOT drawing of one of the repository's ensembles, from its config."""
-    from triton_kitchen import diagram, ensemble
+    from triton_kitchen.core import ensemble
+    from triton_kitchen.tools import diagram
 
     return diagram.to_dot(ensemble.build_dag(name, repo, validate=False), lang=lang)
 
@@ -399,7 +401,7 @@ def intermediate_memory(
 ) -> list[dict]:
     """Each intermediate tensor of an ensemble: producer, consumers, type, dims and bytes (computed
     from the configs): per request of ``batch_size`` and for ``in_flight`` such requests."""
-    from triton_kitchen import ensemble
+    from triton_kitchen.core import ensemble
 
     dag = ensemble.build_dag(name, repo, validate=False)
     estimate = ensemble.inflight_memory(dag, batch_size=batch_size, n_in_flight=in_flight)

@@ -4,15 +4,15 @@ Per request, averaged over the window: queue, compute input, compute infer, comp
 split of a request's time inside the server); executions and inferences (so the average batch); and, for an
 ensemble, the same for each composing model. Also compute time per batch size (``batch_stats``), which
 calibrates the batching simulator. Everything here is *measured* by the server, read through
-:mod:`triton_kitchen.kserve`.
+:mod:`triton_kitchen.core.kserve`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import Endpoint
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
 
 PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
 # Triton updates a request's statistics just after its answer has left (an ensemble's last of all): read them

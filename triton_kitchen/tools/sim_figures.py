@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from triton_kitchen.lessons import t as _t
-from triton_kitchen.simulator import SimResult
+from triton_kitchen.core.lessons import t as _t
+from triton_kitchen.tools.simulator import SimResult
 
 BATCH_COLORS = ["#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 WAIT_COLOR = "#f39c12"

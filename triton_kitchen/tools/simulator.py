@@ -6,7 +6,7 @@ to ``max_batch_size`` inferences; at once when the batch is full (``max_batch_si
 batch size), else when the oldest request has waited ``max_queue_delay_microseconds``, then cut to the largest
 preferred size that can be formed, if any. A batch starts only on a free instance. Without dynamic batching every
 request is its own execution. Service time per batch size comes from :class:`ServiceModel` (calibrated from the
-live server by :mod:`triton_kitchen.calibration`), plus the time spent outside the server per request.
+live server by :mod:`triton_kitchen.tools.calibration`), plus the time spent outside the server per request.
 
 Everything is simulated, never measured: results say so (``"kind": "simulated"``). Same inputs, same seed, same
 result.

@@ -2,7 +2,7 @@
 
 perf_analyzer repeats its measurement window until three in a row agree within ``--stability-percentage``
 (10%) on throughput and latency, and reports those three. :func:`run_stable` does the same with
-:func:`triton_kitchen.bench.run_bench`: a run that never settles is reported as unstable, with every window's
+:func:`triton_kitchen.tools.bench.run_bench`: a run that never settles is reported as unstable, with every window's
 figures, instead of as one number that the next run would contradict.
 """
 
@@ -12,16 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triton_kitchen import server_stats
-from triton_kitchen.bench import (
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.tools import server_stats
+from triton_kitchen.tools.bench import (
     BenchResult,
     count_wire_bytes,
     percentiles,
     run_bench,
     set_wire_totals,
 )
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols import ProtocolError, base_protocol, sample_inputs
+from triton_kitchen.tools.protocols import ProtocolError, base_protocol, sample_inputs
 
 STABILITY_PCT = 10.0  # perf_analyzer's default --stability-percentage
 STABLE_WINDOWS = 3  # the last three windows must agree (perf_analyzer's rule)

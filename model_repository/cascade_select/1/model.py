@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from triton_kitchen.postprocessing import confidence_threshold, confident
+from triton_kitchen.core.postprocessing import confidence_threshold, confident
 
 
 class TritonPythonModel:

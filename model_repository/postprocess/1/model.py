@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from triton_kitchen.postprocessing import load_labels, softmax, top_k
+from triton_kitchen.core.postprocessing import load_labels, softmax, top_k
 
 
 class TritonPythonModel:

@@ -19,15 +19,15 @@ tensor, the value the ensemble tensor; ``model_version`` omitted is 0, not -1.
 Layout (imports run one way, top to bottom): ``problems`` (:class:`Problem`, :class:`Msg`, shared helpers),
 ``data_flow`` (tensors inside one ensemble), ``model_rules`` (one config on its own), ``validate`` (the
 public checks and the rules that need the step models), ``dag`` (:class:`Dag`, :func:`build_dag`),
-``memory`` (:func:`inflight_memory`).  Import from ``triton_kitchen.ensemble``; the modules are its parts.
+``memory`` (:func:`inflight_memory`).  Import from ``triton_kitchen.core.ensemble``; the modules are its parts.
 """
 
 from __future__ import annotations
 
-from triton_kitchen.ensemble.dag import Dag, DagStep, DagTensor, build_dag
-from triton_kitchen.ensemble.memory import MemoryEstimate, inflight_memory
-from triton_kitchen.ensemble.model_rules import BACKEND_FILES, KNOWN_PLATFORMS, validate_config_file
-from triton_kitchen.ensemble.problems import (
+from triton_kitchen.core.ensemble.dag import Dag, DagStep, DagTensor, build_dag
+from triton_kitchen.core.ensemble.memory import MemoryEstimate, inflight_memory
+from triton_kitchen.core.ensemble.model_rules import BACKEND_FILES, KNOWN_PLATFORMS, validate_config_file
+from triton_kitchen.core.ensemble.problems import (
     DEFAULT_OPTIONS,
     CheckOptions,
     Msg,
@@ -36,8 +36,8 @@ from triton_kitchen.ensemble.problems import (
     config_error_msg,
     has_errors,
 )
-from triton_kitchen.ensemble.validate import validate_model, validate_repository
-from triton_kitchen.tensors import format_bytes, tensor_bytes
+from triton_kitchen.core.ensemble.validate import validate_model, validate_repository
+from triton_kitchen.core.tensors import format_bytes, tensor_bytes
 
 __all__ = [
     "BACKEND_FILES",

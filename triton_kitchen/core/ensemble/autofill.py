@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from triton_kitchen.config import ENSEMBLE_PLATFORM, ModelEntry
+from triton_kitchen.core.config import ENSEMBLE_PLATFORM, ModelEntry
 
 SAVEDMODEL, GRAPHDEF, PLAN, ONNX, OPENVINO, LIBTORCH, PYTHON = (
     "model.savedmodel",
@@ -181,7 +181,7 @@ def python_auto_completes(entry: ModelEntry, done: Completed) -> bool:
 def local_backends() -> set[str]:
     """Backends of the embedded tritonserver (the nvidia-pytriton wheel), when it is installed."""
     try:
-        from triton_kitchen.server import _wheel_paths
+        from triton_kitchen.core.server import _wheel_paths
 
         root = _wheel_paths()[0] / "backends"
     except ImportError:  # no embedded server: the container's list alone

@@ -13,8 +13,8 @@ from functools import partial
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kitchen.config import ModelEntry
-from triton_kitchen.ensemble.problems import _Collector, _dims_str, _m
+from triton_kitchen.core.config import ModelEntry
+from triton_kitchen.core.ensemble.problems import _Collector, _dims_str, _m
 
 WILDCARD = -1
 MIN_COMPUTE_CAPABILITY = "6.000000"  # Triton's default, as std::to_string prints it

@@ -9,11 +9,11 @@ from enum import IntEnum
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-from triton_kitchen.config import ConfigError, ModelEntry, load_repository, read_model_dir
-from triton_kitchen.ensemble.problems import Problem, Repo, _as_repo, _find_io, _step_path
-from triton_kitchen.ensemble.tensor_nodes import _is_decoupled
-from triton_kitchen.ensemble.validate import validate_model
-from triton_kitchen.tensors import dtype_name, tensor_bytes
+from triton_kitchen.core.config import ConfigError, ModelEntry, load_repository, read_model_dir
+from triton_kitchen.core.ensemble.problems import Problem, Repo, _as_repo, _find_io, _step_path
+from triton_kitchen.core.ensemble.tensor_nodes import _is_decoupled
+from triton_kitchen.core.ensemble.validate import validate_model
+from triton_kitchen.core.tensors import dtype_name, tensor_bytes
 
 
 class TypeSource(IntEnum):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 
-from triton_kitchen.config import ModelEntry
-from triton_kitchen.ensemble.problems import (
+from triton_kitchen.core.config import ModelEntry
+from triton_kitchen.core.ensemble.problems import (
     Repo,
     _Collector,
     _key_of,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from triton_kitchen.tensors import tensor_bytes
+from triton_kitchen.core.tensors import tensor_bytes
 
 if TYPE_CHECKING:
-    from triton_kitchen.ensemble.dag import Dag
+    from triton_kitchen.core.ensemble.dag import Dag
 
 
 @dataclass

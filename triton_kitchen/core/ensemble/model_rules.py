@@ -11,10 +11,10 @@ import functools
 import os
 from pathlib import Path
 
-from triton_kitchen.config import ENSEMBLE_PLATFORM, ConfigError, ModelEntry
-from triton_kitchen.ensemble import autofill, config_rules
-from triton_kitchen.ensemble.data_flow import _check_data_flow
-from triton_kitchen.ensemble.problems import (
+from triton_kitchen.core.config import ENSEMBLE_PLATFORM, ConfigError, ModelEntry
+from triton_kitchen.core.ensemble import autofill, config_rules
+from triton_kitchen.core.ensemble.data_flow import _check_data_flow
+from triton_kitchen.core.ensemble.problems import (
     Problem,
     Repo,
     _Collector,
@@ -50,7 +50,7 @@ BACKEND_FILES = {
 
 def validate_config_file(path: str | os.PathLike) -> list[Problem]:
     """A config file on its own (no model directory, no repository): the rules that need neither."""
-    from triton_kitchen.config import locate, parse_config
+    from triton_kitchen.core.config import locate, parse_config
 
     p = Path(path)
     try:

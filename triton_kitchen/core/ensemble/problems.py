@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
-from triton_kitchen.config import ConfigError, ModelEntry, load_repository
+from triton_kitchen.core.config import ConfigError, ModelEntry, load_repository
 
 Repo = dict[str, ModelEntry]
 
@@ -25,7 +25,7 @@ class Msg:
     args: dict = field(default_factory=dict)
 
     def render(self, lang: str = "en") -> str:
-        from triton_kitchen.lessons import t
+        from triton_kitchen.core.lessons import t
 
         return t("problem." + self.key, lang, **{k: _render_arg(v, lang) for k, v in self.args.items()})
 

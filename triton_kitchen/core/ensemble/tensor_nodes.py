@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from triton_kitchen.config import ModelEntry
-from triton_kitchen.ensemble.problems import (
+from triton_kitchen.core.config import ModelEntry
+from triton_kitchen.core.ensemble.problems import (
     Msg,
     Repo,
     _compare_dims,
@@ -16,7 +16,7 @@ from triton_kitchen.ensemble.problems import (
     _m,
     _step,
 )
-from triton_kitchen.tensors import dtype_name
+from triton_kitchen.core.tensors import dtype_name
 
 
 def _is_decoupled(name: str, repo: Repo, seen: frozenset = frozenset()) -> bool:

@@ -12,9 +12,9 @@ import os
 from collections import defaultdict, deque
 from functools import partial
 
-from triton_kitchen.config import ModelEntry, load_repository
-from triton_kitchen.ensemble.model_rules import _check_model
-from triton_kitchen.ensemble.problems import (
+from triton_kitchen.core.config import ModelEntry, load_repository
+from triton_kitchen.core.ensemble.model_rules import _check_model
+from triton_kitchen.core.ensemble.problems import (
     DEFAULT_OPTIONS,
     CheckOptions,
     Msg,
@@ -31,7 +31,7 @@ from triton_kitchen.ensemble.problems import (
     _step_path,
     has_errors,
 )
-from triton_kitchen.ensemble.tensor_nodes import (
+from triton_kitchen.core.ensemble.tensor_nodes import (
     _build_tensor_nodes,
     _decoupled_message,
     _ensemble_decoupled_label,

@@ -7,10 +7,10 @@
 
 ``run`` (FlowRun, send, send_config, record, recorded), ``timeline`` (hops, frames and their captions on
 the trace's timestamps), ``figures`` (the two plotly figures). The DAG (steps, tensors, stages) is
-:func:`triton_kitchen.ensemble.build_dag`'s; positions are :func:`triton_kitchen.diagram.compute_layout`'s.
+:func:`triton_kitchen.core.ensemble.build_dag`'s; positions are :func:`triton_kitchen.tools.diagram.compute_layout`'s.
 """
 
-from triton_kitchen.flow.figures import (
+from triton_kitchen.tools.flow.figures import (
     GANTT_PHASES,
     PHASE_COLORS,
     SPEEDS,
@@ -22,7 +22,7 @@ from triton_kitchen.flow.figures import (
     gantt_rows,
     positions,
 )
-from triton_kitchen.flow.run import (
+from triton_kitchen.tools.flow.run import (
     EDITED_PREFIX,
     RECORDED_TRACE,
     FlowError,
@@ -36,7 +36,7 @@ from triton_kitchen.flow.run import (
     step_models,
     tensor_shapes,
 )
-from triton_kitchen.flow.timeline import (
+from triton_kitchen.tools.flow.timeline import (
     PACINGS,
     Frame,
     Hop,

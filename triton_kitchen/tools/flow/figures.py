@@ -1,19 +1,19 @@
-"""Two plotly pictures of a :class:`~triton_kitchen.flow.run.FlowRun`: the animation on the DAG, and a Gantt.
+"""Two plotly pictures of a :class:`~triton_kitchen.tools.flow.run.FlowRun`: the animation on the DAG, and a Gantt.
 
     fig = flow.animation(run, lang="zh")   # steps change colour, tensors travel the edges
     fig = flow.gantt(run, lang="zh")       # queue / compute phases per step, and the network legs
 
-Node positions and edge polylines are the DAG page's (:func:`triton_kitchen.diagram.compute_layout`).
+Node positions and edge polylines are the DAG page's (:func:`triton_kitchen.tools.diagram.compute_layout`).
 """
 
 from __future__ import annotations
 
-from triton_kitchen import trace
-from triton_kitchen.diagram import compute_layout, point_along
-from triton_kitchen.ensemble import Dag
-from triton_kitchen.flow.run import FlowRun
-from triton_kitchen.flow.timeline import Frame, _protocol_name, frames, tensor_label
-from triton_kitchen.lessons import t as _t
+from triton_kitchen.core.ensemble import Dag
+from triton_kitchen.core.lessons import t as _t
+from triton_kitchen.tools import trace
+from triton_kitchen.tools.diagram import compute_layout, point_along
+from triton_kitchen.tools.flow.run import FlowRun
+from triton_kitchen.tools.flow.timeline import Frame, _protocol_name, frames, tensor_label
 
 SPEEDS = {"slow": 400, "normal": 150, "fast": 50}  # display ms per frame
 STATE_COLORS = {

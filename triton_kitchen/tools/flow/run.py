@@ -18,15 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from triton_kitchen import kserve, trace
-from triton_kitchen.config import ConfigError, parse_config
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.ensemble import Dag, build_dag
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.server import DEFAULT_REPOSITORY
-from triton_kitchen.tensors import array_bytes
+from triton_kitchen.core import kserve
+from triton_kitchen.core.config import ConfigError, parse_config
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.ensemble import Dag, build_dag
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
+from triton_kitchen.core.tensors import array_bytes
+from triton_kitchen.tools import trace
 
-RECORDED_TRACE = Path(__file__).resolve().parent.parent / "data" / "recorded_trace.json"
+RECORDED_TRACE = Path(__file__).resolve().parents[2] / "data" / "recorded_trace.json"
 EDITED_PREFIX = "tk_flow_"  # models loaded by send_config: a temporary name, unloaded right after
 
 
@@ -97,7 +98,7 @@ def send(
     trace file is out of reach, so its timeline comes from statistics deltas (``source="statistics"``).
     ``dag`` overrides the repository's (an edited config whose models exist on the server).
     """
-    from triton_kitchen.protocols import ProtocolError, sample_inputs
+    from triton_kitchen.tools.protocols import ProtocolError, sample_inputs
 
     wire = "grpc" if protocol == "grpc" else "http-binary"
     try:
@@ -126,7 +127,7 @@ def send(
 
 def _statistics_call(endpoint: Endpoint, model: str, dag: Dag, arrays, wire: str, timeout_s: float):
     """A remote server's request: its timeline from the statistics before and after it."""
-    from triton_kitchen.protocols import Caller
+    from triton_kitchen.tools.protocols import Caller
 
     models, preds = step_models(dag)
     caller = Caller(endpoint, wire, model, arrays, timeout_s=timeout_s)

@@ -1,4 +1,4 @@
-"""When each thing happens in a :class:`~triton_kitchen.flow.run.FlowRun`: tensor hops, frames, captions.
+"""When each thing happens in a :class:`~triton_kitchen.tools.flow.run.FlowRun`: tensor hops, frames, captions.
 
 Every *key frame* sits exactly on a timestamp of the trace (``Frame.t_ns``; ``Frame.key``); between key
 frames, in-between frames interpolate the tensors' positions. All frames are shown for the same display
@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from triton_kitchen import trace
-from triton_kitchen.flow.run import FlowRun
-from triton_kitchen.lessons import t as _t
-from triton_kitchen.tensors import format_bytes, tensor_bytes
+from triton_kitchen.core.lessons import t as _t
+from triton_kitchen.core.tensors import format_bytes, tensor_bytes
+from triton_kitchen.tools import trace
+from triton_kitchen.tools.flow.run import FlowRun
 
 PACINGS = ("events", "real")
 

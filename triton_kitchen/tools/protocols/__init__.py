@@ -14,10 +14,11 @@ extension (tritonclient's default), and gRPC; and two ways to stream.
 - :mod:`.streaming`: the decoupled ``streamer`` over gRPC ``ModelStreamInfer`` and over HTTP Server-Sent
   Events: each token's arrival, time to first token, inter-token gaps.
 
-Every name stays importable from ``triton_kitchen.protocols``.
+Every name stays importable from ``triton_kitchen.tools.protocols``.
 """
 
-from triton_kitchen.protocols.call import (
+from triton_kitchen.core.samples import image_tensor, sample_jpeg
+from triton_kitchen.tools.protocols.call import (
     COMPRESSIONS,
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
@@ -28,7 +29,7 @@ from triton_kitchen.protocols.call import (
     check_protocol,
     serialized_bytes_tensor,
 )
-from triton_kitchen.protocols.metadata import (
+from triton_kitchen.tools.protocols.metadata import (
     ModelInfo,
     TensorInfo,
     model_info,
@@ -36,7 +37,7 @@ from triton_kitchen.protocols.metadata import (
     sample_inputs,
     synthesize_inputs,
 )
-from triton_kitchen.protocols.shm import (
+from triton_kitchen.tools.protocols.shm import (
     BENCH_PROTOCOLS,
     SHM_PROTOCOLS,
     ShmCaller,
@@ -44,7 +45,7 @@ from triton_kitchen.protocols.shm import (
     check_bench_protocol,
     make_caller,
 )
-from triton_kitchen.protocols.streaming import (
+from triton_kitchen.tools.protocols.streaming import (
     DEFAULT_DELAY_MS,
     STREAM_MODEL,
     StreamRun,
@@ -53,7 +54,7 @@ from triton_kitchen.protocols.streaming import (
     stream_grpc,
     stream_sse,
 )
-from triton_kitchen.protocols.wire import (
+from triton_kitchen.tools.protocols.wire import (
     Comparison,
     CountingProxy,
     ProtocolMeasurement,
@@ -63,7 +64,6 @@ from triton_kitchen.protocols.wire import (
     outputs_agree,
     tensor_vs_jpeg,
 )
-from triton_kitchen.samples import image_tensor, sample_jpeg
 
 __all__ = [
     "BENCH_PROTOCOLS",

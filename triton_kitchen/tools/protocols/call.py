@@ -28,9 +28,9 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import _utils as grpc_utils
 from tritonclient.utils import InferenceServerException, serialize_byte_tensor
 
-from triton_kitchen.endpoint import Endpoint, split_host_port
-from triton_kitchen.errors import KitchenError
-from triton_kitchen.tensors import array_wire_name
+from triton_kitchen.core.endpoint import Endpoint, split_host_port
+from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.tensors import array_wire_name
 
 PROTOCOLS = ("http-json", "http-binary", "grpc")
 COMPRESSIONS = (None, "gzip")

@@ -8,10 +8,10 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException, triton_to_np_dtype
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, ProtocolError, _grpc_kind, check_protocol
-from triton_kitchen.samples import image_tensor, sample_jpeg
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.samples import image_tensor, sample_jpeg
+from triton_kitchen.tools.protocols.call import DEFAULT_TIMEOUT_S, ProtocolError, _grpc_kind, check_protocol
 
 # KServeError codes -> ProtocolError kinds (Triton answered with an error, or not JSON: "server")
 _KSERVE_KINDS = {"connection": "connection", "timeout": "timeout"}

@@ -31,10 +31,10 @@ import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException, serialize_byte_tensor, triton_to_np_dtype
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.protocols.call import PROTOCOLS, Caller, CallResult, ProtocolError
-from triton_kitchen.tensors import array_bytes, array_wire_name
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.tensors import array_bytes, array_wire_name
+from triton_kitchen.tools.protocols.call import PROTOCOLS, Caller, CallResult, ProtocolError
 
 SHM_PROTOCOLS = ("http-shm", "grpc-shm")
 BENCH_PROTOCOLS = PROTOCOLS + SHM_PROTOCOLS  # what bench can load a model with
@@ -97,7 +97,7 @@ class ShmCaller(Caller):
     # the region ------------------------------------------------------------------------------------------
     def _layout(self) -> tuple[dict[str, bytes | np.ndarray], int]:
         """Offsets of the inputs, then the outputs; returns the inputs as written and the region's size."""
-        from triton_kitchen.protocols.metadata import model_info
+        from triton_kitchen.tools.protocols.metadata import model_info
 
         info = model_info(self.endpoint, self.model, self.protocol, self.timeout_s)
         batch = next(iter(self.arrays.values())).shape[0] if info.max_batch_size > 0 and self.arrays else None

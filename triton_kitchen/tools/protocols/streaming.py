@@ -14,8 +14,8 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from triton_kitchen.catalog import STREAMER as STREAM_MODEL
-from triton_kitchen.endpoint import Endpoint, split_host_port
+from triton_kitchen.core.catalog import STREAMER as STREAM_MODEL
+from triton_kitchen.core.endpoint import Endpoint, split_host_port
 
 DEFAULT_DELAY_MS = 30  # the streamer's pause between tokens
 DEFAULT_STREAM_TIMEOUT_S = 30.0

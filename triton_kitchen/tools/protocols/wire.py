@@ -9,11 +9,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from triton_kitchen.endpoint import Endpoint, split_host_port
-from triton_kitchen.protocols.call import DEFAULT_TIMEOUT_S, PROTOCOLS, Caller
-from triton_kitchen.protocols.shm import base_protocol, make_caller
-from triton_kitchen.samples import image_tensor
-from triton_kitchen.tensors import array_bytes
+from triton_kitchen.core.endpoint import Endpoint, split_host_port
+from triton_kitchen.core.samples import image_tensor
+from triton_kitchen.core.tensors import array_bytes
+from triton_kitchen.tools.protocols.call import DEFAULT_TIMEOUT_S, PROTOCOLS, Caller
+from triton_kitchen.tools.protocols.shm import base_protocol, make_caller
 
 
 class CountingProxy:

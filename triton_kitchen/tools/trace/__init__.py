@@ -5,14 +5,14 @@
 server's statistics deltas, start times laid out: ``source == "statistics"``).
 """
 
-from triton_kitchen.trace.capture import (
+from triton_kitchen.tools.trace.capture import (
     as_target,
     capture,
     capture_many,
     trace_settings,
     traced_call,
 )
-from triton_kitchen.trace.model import (
+from triton_kitchen.tools.trace.model import (
     COMPUTE_END,
     COMPUTE_INPUT_END,
     COMPUTE_OUTPUT_START,
@@ -31,14 +31,14 @@ from triton_kitchen.trace.model import (
     TraceError,
     overlap_ns,
 )
-from triton_kitchen.trace.parse import (
+from triton_kitchen.tools.trace.parse import (
     assign_steps,
     merge_records,
     parse_records,
     read_json_array,
     trace_files,
 )
-from triton_kitchen.trace.statistics import (
+from triton_kitchen.tools.trace.statistics import (
     STAT_FIELDS,
     model_statistics,
     statistics_after,

@@ -1,7 +1,7 @@
 """Live capture from the embedded server: switch tracing on for one model, send, find the request's trace.
 
-Trace settings go through :mod:`triton_kitchen.kserve` (the restricted trace API needs the embedded
-server's headers, which an :class:`~triton_kitchen.endpoint.Endpoint` carries). The trace file is read
+Trace settings go through :mod:`triton_kitchen.core.kserve` (the restricted trace API needs the embedded
+server's headers, which an :class:`~triton_kitchen.core.endpoint.Endpoint` carries). The trace file is read
 from disk, so this works only where the server's files are (``local``).
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from triton_kitchen import kserve
-from triton_kitchen.endpoint import Endpoint
-from triton_kitchen.trace.model import RequestTimeline, StepTrace, TraceError
-from triton_kitchen.trace.parse import parse_records, read_json_array, trace_files
+from triton_kitchen.core import kserve
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.tools.trace.model import RequestTimeline, StepTrace, TraceError
+from triton_kitchen.tools.trace.parse import parse_records, read_json_array, trace_files
 
 Target = Endpoint | str  # kserve's: an Endpoint, or an HTTP host:port
 
@@ -108,7 +108,9 @@ def capture_many(
 
 def traced_call(endpoint: Endpoint, model: str, arrays: dict[str, np.ndarray], protocol: str = "grpc"):
     """One request over ``protocol`` with its trace (embedded server only): (CallResult, timeline)."""
-    from triton_kitchen.protocols import Caller  # protocols is the heavier module; only a live call needs it
+    from triton_kitchen.tools.protocols import (
+        Caller,  # protocols is the heavier module; only a live call needs it
+    )
 
     caller = Caller(endpoint, protocol, model, arrays)
     try:

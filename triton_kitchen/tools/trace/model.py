@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from triton_kitchen.errors import KitchenError
+from triton_kitchen.core.errors import KitchenError
 
 # Timestamp names Triton writes, in the order they happen for one request.
 REQUEST_START = "REQUEST_START"
@@ -249,7 +249,7 @@ class RequestTimeline:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestTimeline:
         """Back from :meth:`to_dict`; when Triton's own records are there, the tree is parsed from them."""
-        from triton_kitchen.trace.parse import parse_records  # parse builds on this module
+        from triton_kitchen.tools.trace.parse import parse_records  # parse builds on this module
 
         records = list(data.get("triton_records") or [])
         parsed = parse_records(records) if records else []

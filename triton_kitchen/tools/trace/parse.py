@@ -1,4 +1,4 @@
-"""Triton's trace files -> :class:`~triton_kitchen.trace.model.RequestTimeline` (pure; tested offline).
+"""Triton's trace files -> :class:`~triton_kitchen.tools.trace.model.RequestTimeline` (pure; tested offline).
 
 Triton's ``triton`` trace mode writes JSON arrays of *fragments*: one object names the model of a
 trace id (``{"id", "model_name", "model_version", "parent_id"?}``), the others carry one timestamp
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from triton_kitchen.trace.model import COMPUTE_OUTPUT_START, RequestTimeline, StepTrace, TraceError
+from triton_kitchen.tools.trace.model import COMPUTE_OUTPUT_START, RequestTimeline, StepTrace, TraceError
 
 
 def merge_records(records: Iterable[dict[str, Any]]) -> dict[int, StepTrace]:

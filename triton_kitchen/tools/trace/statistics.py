@@ -11,9 +11,9 @@ import graphlib
 import time
 from collections.abc import Iterable, Sequence
 
-from triton_kitchen import kserve
-from triton_kitchen.trace.capture import as_target
-from triton_kitchen.trace.model import (
+from triton_kitchen.core import kserve
+from triton_kitchen.tools.trace.capture import as_target
+from triton_kitchen.tools.trace.model import (
     COMPUTE_END,
     COMPUTE_INPUT_END,
     COMPUTE_OUTPUT_START,
