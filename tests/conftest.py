@@ -10,14 +10,11 @@ import sys
 sys.dont_write_bytecode = False
 
 import contextlib
-import io
 import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from triton_kitchen.core.server import EmbeddedServer
 
@@ -58,21 +55,11 @@ def settled(read, done, timeout_s: float = 5.0):
 
 @pytest.fixture(scope="session")
 def sample_jpegs() -> dict[str, bytes]:
-    """scikit-image's offline sample photos, JPEG-encoded."""
-    from skimage import data
+    """Four of the app's sample photos, as the JPEG bytes it sends (triton_kitchen.core.samples)."""
+    from triton_kitchen.core.samples import sample_jpeg
 
-    photos = {
-        "chelsea": data.chelsea(),
-        "coffee": data.coffee(),
-        "camera": data.camera(),
-        "motorcycle": data.stereo_motorcycle()[0],
-    }
-    out = {}
-    for name, array in photos.items():
-        buf = io.BytesIO()
-        Image.fromarray(np.asarray(array)).convert("RGB").save(buf, "JPEG", quality=92)
-        out[name] = buf.getvalue()
-    return out
+    names = {"chelsea": "chelsea", "coffee": "coffee", "camera": "camera", "motorcycle": "stereo_motorcycle"}
+    return {key: sample_jpeg(name) for key, name in names.items()}
 
 
 # Debian's chromium, driven by Playwright (its own browser download does not work on these machines).

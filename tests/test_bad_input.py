@@ -13,6 +13,7 @@ from PIL import Image
 from triton_kitchen.core.classify import ClassifyError, classify
 from triton_kitchen.core.imaging import MAX_BYTES, ImageError, load_image
 from triton_kitchen.core.lessons import LANGS, t
+from triton_kitchen.core.samples import sample_image
 from triton_kitchen.labs.demo import run_tutorial
 
 
@@ -48,9 +49,7 @@ def png_bomb(width: int = 40000, height: int = 40000) -> bytes:
 
 @pytest.fixture(scope="module")
 def photo() -> Image.Image:
-    from skimage import data
-
-    return Image.fromarray(data.coffee())
+    return sample_image("coffee")
 
 
 def bad_images(photo) -> dict[str, tuple[bytes, str]]:

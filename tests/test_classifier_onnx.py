@@ -17,10 +17,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from PIL import Image
-from skimage import data
 
 from triton_kitchen.core.imaging import preprocess
+from triton_kitchen.core.samples import sample_image
 from triton_kitchen.models import build
 from triton_kitchen.models.checkpoint import (
     CheckpointError,
@@ -31,11 +30,12 @@ from triton_kitchen.models.checkpoint import (
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# sample photo -> the ImageNet class ids its top-1 may be
 PHOTOS = {
-    "chelsea": (lambda: data.chelsea(), {281, 282, 285}),  # tabby / tiger cat / Egyptian cat
-    "coffee": (lambda: data.coffee(), {967}),  # espresso
-    "camera": (lambda: data.camera(), {872}),  # tripod
-    "stereo_motorcycle": (lambda: data.stereo_motorcycle()[0], {665}),  # left image -> moped
+    "chelsea": {281, 282, 285},  # tabby / tiger cat / Egyptian cat
+    "coffee": {967},  # espresso
+    "camera": {872},  # tripod
+    "stereo_motorcycle": {665},  # moped
 }
 
 
@@ -74,7 +74,7 @@ def coarse(built):
 
 @pytest.fixture(scope="module")
 def photos():
-    return {name: preprocess(Image.fromarray(load()).convert("RGB")) for name, (load, _) in PHOTOS.items()}
+    return {name: preprocess(sample_image(name)) for name in PHOTOS}
 
 
 def softmax(z):
@@ -202,7 +202,7 @@ def test_batch_of_two_equals_two_singles(full, coarse, photos):
 def test_full_model_top1(full, photos, name):
     p = softmax(full.run(None, {"input": photos[name][None]})[0][0])
     top = int(p.argmax())
-    assert top in PHOTOS[name][1], f"{name}: top-1 {top} ({p[top]:.3f})"
+    assert top in PHOTOS[name], f"{name}: top-1 {top} ({p[top]:.3f})"
     assert p[top] > 0.3
 
 
@@ -210,13 +210,13 @@ def test_full_model_top1(full, photos, name):
 def test_coarse_model_top1(coarse, photos, name):
     p = softmax(coarse.run(None, {"input": photos[name][None]})[0][0])
     top = int(p.argmax())
-    assert top in PHOTOS[name][1], f"{name}: coarse top-1 {top} ({p[top]:.3f})"
+    assert top in PHOTOS[name], f"{name}: coarse top-1 {top} ({p[top]:.3f})"
 
 
 def test_batch_of_all_photos(full, photos):
     x = np.stack([photos[n] for n in sorted(PHOTOS)])
     top = full.run(None, {"input": x})[0].argmax(axis=1)
-    assert all(int(t) in PHOTOS[n][1] for t, n in zip(top, sorted(PHOTOS), strict=True))
+    assert all(int(t) in PHOTOS[n] for t, n in zip(top, sorted(PHOTOS), strict=True))
 
 
 # --- the checkpoint reader -------------------------------------------------------------------

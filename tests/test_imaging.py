@@ -10,9 +10,9 @@ import zlib
 import numpy as np
 import pytest
 from PIL import Image
-from skimage import data
 
 from triton_kitchen.core.imaging import ImageError, load_image, preprocess, preprocess_bytes
+from triton_kitchen.core.samples import sample_image
 
 
 def encode(img: Image.Image, fmt: str, **kw) -> bytes:
@@ -22,7 +22,7 @@ def encode(img: Image.Image, fmt: str, **kw) -> bytes:
 
 
 def photo() -> Image.Image:
-    return Image.fromarray(data.chelsea())  # 451x300 RGB
+    return sample_image("chelsea")  # 451x300 RGB
 
 
 def check_tensor(x: np.ndarray) -> None:
