@@ -40,10 +40,10 @@ def test_a_remote_endpoint_fills_in_the_ports_it_was_not_given():
 def _connect_to_a_host_alone():
     import streamlit as st
 
-    from ui import server
+    from ui import server_choice
 
-    server.use_remote("gpu-box", "gpu-box", "http://gpu-box/")
-    st.write(repr((server.remote_urls(), server.remote_metrics_url())))
+    server_choice.use_remote("gpu-box", "gpu-box", "http://gpu-box/")
+    st.write(repr((server_choice.remote_urls(), server_choice.remote_metrics_url())))
 
 
 def test_the_sidebar_form_keeps_a_host_alone_on_tritons_ports():

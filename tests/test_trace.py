@@ -15,7 +15,7 @@ from triton_kitchen.core.ensemble import build_dag
 from triton_kitchen.core.server import DEFAULT_REPOSITORY
 from triton_kitchen.tools import trace
 from triton_kitchen.tools.flow import RECORDED_TRACE, step_models
-from triton_kitchen.tools.trace.capture import _find_new, _signatures
+from triton_kitchen.tools.trace.capture import file_signatures, find_new
 
 ORDER = [
     trace.REQUEST_START,
@@ -69,18 +69,18 @@ def test_a_rewritten_trace_file_counts_as_new(tmp_path):
     (model, records), *_ = recorded_records()
     base = tmp_path / "trace.json"
     (tmp_path / "trace.json.0").write_text(json.dumps(records))
-    known = _signatures(base)
+    known = file_signatures(base)
     t0, t1 = 0, 2**63
-    assert _find_new(base, known, model, t0, t1) == []
+    assert find_new(base, known, model, t0, t1) == []
     (tmp_path / "trace.json.0").write_text(json.dumps(records) + " ")  # the next server's first trace
-    found = _find_new(base, known, model, t0, t1)
+    found = find_new(base, known, model, t0, t1)
     assert [tl.model for tl in found] == [model]
 
 
 def test_timeline_round_trips_through_json():
     data = json.loads(RECORDED_TRACE.read_text())["timelines"][0]
-    tl = trace.RequestTimeline.from_dict(data)
-    again = trace.RequestTimeline.from_dict(json.loads(json.dumps(tl.to_dict())))
+    tl = trace.timeline_from_dict(data)
+    again = trace.timeline_from_dict(json.loads(json.dumps(tl.to_dict())))
     assert again.events() == tl.events() and again.network_phases() == tl.network_phases()
 
 

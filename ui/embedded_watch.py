@@ -14,7 +14,7 @@ import threading
 import streamlit as st
 
 from triton_kitchen.core.supervisor import ServerSupervisor
-from ui import push, server
+from ui import push, server, server_choice
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,9 @@ def watch(sup: ServerSupervisor, stop: threading.Event | None = None) -> None:
             now = signature(sup)
             if last is not None and now != last:
                 log.info("embedded server: %s -> %s; rerunning the open tabs", last, now)
-                pending = push.rerun_open_tabs(server.uses_embedded)
+                pending = push.rerun_open_tabs(server_choice.uses_embedded)
             elif pending:
-                pending = push.rerun_open_tabs(server.uses_embedded, only=pending)
+                pending = push.rerun_open_tabs(server_choice.uses_embedded, only=pending)
             last = now
         except Exception:  # noqa: BLE001 - the watcher outlives any one check
             log.exception("watching the embedded server")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from triton_kitchen.core import lessons
 from triton_kitchen.core.server import ServerStartError
+from ui.i18n import lang as session_lang
+from ui.server_choice import server_mode
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +106,6 @@ def show_error(
     technical detail in an expander, never a traceback. Logged: a known code as a warning, anything with
     only the generic message with its traceback. ``context`` says where, in the log only."""
     import streamlit as st
-
-    from ui.i18n import lang as session_lang
-    from ui.server import server_mode
 
     message = message_for(exc_or_code, lang or session_lang(), remote=server_mode() == "remote")
     text = _detail(exc_or_code, detail)

@@ -15,7 +15,7 @@ import streamlit as st
 from triton_kitchen.core.endpoint import DEFAULT_PORTS
 from triton_kitchen.tools import metrics
 from triton_kitchen.tools.repository import ServerStatus
-from ui import boxes, embedded_watch, i18n, server
+from ui import boxes, embedded_watch, i18n, server, server_choice
 from ui.i18n import t
 
 # The status poller of a tab whose server is remote or down: a change is reported within 2 s (the poll notices
@@ -55,7 +55,7 @@ def moved_ports(server) -> dict[str, tuple[int, int]]:
 
 def _server_choice() -> None:
     """The teacher's choice of server for this session: the embedded one, or a remote URL."""
-    mode = server.server_mode()
+    mode = server_choice.server_mode()
     options = ["embedded", "remote"]
     picked = st.radio(
         t("sidebar.server_mode"),
@@ -69,30 +69,30 @@ def _server_choice() -> None:
         persist_state="session",
     )
     if picked == "remote":
-        http_url, grpc_url = server.remote_urls()
+        http_url, grpc_url = server_choice.remote_urls()
         with st.form("tk_remote_form", border=False):
             new_http = st.text_input(t("sidebar.http_url"), value=http_url, help=t("sidebar.url_help"))
             new_grpc = st.text_input(t("sidebar.grpc_url"), value=grpc_url)
-            metrics_url = server.remote_metrics_url()
+            metrics_url = server_choice.remote_metrics_url()
             new_metrics = st.text_input(
                 t("sidebar.metrics_url"), value=metrics_url, help=t("sidebar.metrics_url_help")
             )
             if st.form_submit_button(t("sidebar.connect")):
                 # left as shown: it belongs to the server shown, not to a new HTTP address typed above it
                 changed = new_metrics.strip() != metrics_url
-                server.use_remote(new_http, new_grpc, new_metrics if changed else None)
+                server_choice.use_remote(new_http, new_grpc, new_metrics if changed else None)
                 st.rerun()
         if mode != "remote":
-            server.use_remote(http_url, grpc_url)
+            server_choice.use_remote(http_url, grpc_url)
             st.rerun()
     elif mode != "embedded":
-        server.use_embedded()
+        server_choice.use_embedded()
         st.rerun()
 
 
 def _status(status: ServerStatus | None) -> None:
     if status is None:
-        if server.server_mode() == "embedded" and server.embedded_state() == "failed":
+        if server_choice.server_mode() == "embedded" and server.embedded_state() == "failed":
             err = server.embedded_error()
             if err is not None:
                 with st.expander(t("error.details")):
@@ -159,8 +159,8 @@ def _metrics_now():
 
 def _signature() -> tuple:
     """What the server looks like now, cheaply: a process check (embedded) or a ≤1 s probe (remote)."""
-    if server.server_mode() == "remote":
-        http_url, _ = server.remote_urls()
+    if server_choice.server_mode() == "remote":
+        http_url, _ = server_choice.remote_urls()
         return ("remote", http_url, server.probe(http_url))
     return ("embedded", *embedded_watch.signature(server.supervisor(), server.embedded_state()))
 
@@ -261,7 +261,7 @@ def server_controls() -> None:
     """Which server, and (embedded) restart and auto-restart: the sidebar's for one person's app, the teacher's
     view's in a class."""
     _server_choice()
-    if server.server_mode() == "embedded":
+    if server_choice.server_mode() == "embedded":
         _teacher_controls()
 
 
@@ -280,7 +280,7 @@ def render_sidebar() -> ServerStatus | None:
         if _polls(sig):
             _watch()
         _status(status)
-        if server.server_mode() == "embedded":
+        if server_choice.server_mode() == "embedded":
             if teacher:
                 _teacher_controls()
             embedded = server.supervisor().server

@@ -60,7 +60,7 @@ def cache_root() -> Path:
     return path
 
 
-def _wheel_paths() -> tuple[Path, Path]:
+def wheel_paths() -> tuple[Path, Path]:
     import pytriton
 
     pkg = Path(pytriton.__file__).resolve().parent
@@ -71,7 +71,7 @@ def prepare_server_dir() -> Path:
     """Copy the wheel's tritonserver tree to the cache once and install the stub for this Python."""
     from importlib.metadata import version
 
-    src, _ = _wheel_paths()
+    src, _ = wheel_paths()
     pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
     dest = cache_root() / f"tritonserver-{version('nvidia-pytriton')}-py{pyver}"
     stub = dest / "backends" / "python" / "triton_python_backend_stub"
@@ -94,7 +94,7 @@ def prepare_server_dir() -> Path:
 
 def server_environment() -> dict[str, str]:
     """Environment for tritonserver and its Python stubs: wheel libraries, libpython, our packages."""
-    _, libs = _wheel_paths()
+    _, libs = wheel_paths()
     env = dict(os.environ)
     lib_dirs = [str(libs), sysconfig.get_config_var("LIBDIR") or ""]
     env["LD_LIBRARY_PATH"] = os.pathsep.join([d for d in lib_dirs if d] + [env.get("LD_LIBRARY_PATH", "")])

@@ -200,15 +200,15 @@ def _rank(p: Peek, t: PeekTensor) -> tuple[int, int]:
 def peek_trace(endpoint: Endpoint, model: str, send, timeout_s: float = WAIT_S) -> Peek:
     """Switch ``level=TENSORS`` tracing on for ``model``, ``send()`` one request, read its tensors (raises
     kserve.KServeError when the trace API is closed, PeekError when the file is out of reach or silent)."""
-    from triton_kitchen.tools.trace.capture import _capture_lock, _signatures
+    from triton_kitchen.tools.trace.capture import capture_lock, file_signatures
     from triton_kitchen.tools.trace.parse import trace_files
 
-    with _capture_lock:
+    with capture_lock:
         settings = kserve.trace_settings(endpoint, model)
         base = Path(str(settings.get("trace_file") or ""))
         if not str(base) or not base.parent.is_dir():
             raise PeekError("not_found", f"trace file {base} is not readable from here")
-        known = _signatures(base)
+        known = file_signatures(base)
         on = {
             "trace_level": ["TIMESTAMPS", "TENSORS"],
             "trace_rate": "1",

@@ -181,9 +181,9 @@ def python_auto_completes(entry: ModelEntry, done: Completed) -> bool:
 def local_backends() -> set[str]:
     """Backends of the embedded tritonserver (the nvidia-pytriton wheel), when it is installed."""
     try:
-        from triton_kitchen.core.server import _wheel_paths
+        from triton_kitchen.core.server import wheel_paths
 
-        root = _wheel_paths()[0] / "backends"
+        root = wheel_paths()[0] / "backends"
     except ImportError:  # no embedded server: the container's list alone
         return set()
     return set(_subdirs(root))

@@ -14,7 +14,7 @@ from functools import partial
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kitchen.core.config import ModelEntry
-from triton_kitchen.core.ensemble.problems import _Collector, _dims_str, _m
+from triton_kitchen.core.ensemble.problems import Collector, dims_str, msg
 
 WILDCARD = -1
 MIN_COMPUTE_CAPABILITY = "6.000000"  # Triton's default, as std::to_string prints it
@@ -22,7 +22,7 @@ _SEQ = mc.ModelSequenceBatching.Control
 
 
 # -- dynamic batching --------------------------------------------------------------------------------------
-def check_dynamic_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
+def check_dynamic_batching(e: ModelEntry, c: Collector, name: str) -> bool:
     cfg = e.config
     if not cfg.HasField("dynamic_batching"):
         return True
@@ -32,7 +32,7 @@ def check_dynamic_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
         if size <= 0 or size > cfg.max_batch_size:
             c.error(
                 "bad_preferred_batch_size",
-                _m("bad_preferred_batch_size", size=size, max_batch_size=cfg.max_batch_size),
+                msg("bad_preferred_batch_size", size=size, max_batch_size=cfg.max_batch_size),
                 line=partial(e.line, "dynamic_batching", 0, "preferred_batch_size", i),
                 triton=(
                     f"dynamic batching preferred size must be positive for {name}"
@@ -48,7 +48,7 @@ def check_dynamic_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
         if db.default_priority_level == 0 or db.default_priority_level > levels:
             c.error(
                 "bad_default_priority",
-                _m("bad_default_priority", level=db.default_priority_level, levels=levels),
+                msg("bad_default_priority", level=db.default_priority_level, levels=levels),
                 line=partial(e.line, "dynamic_batching", 0, "default_priority_level", 0, default=line()),
                 triton=f"default priority level must be in range [1, {levels}] for {name}",
                 level=db.default_priority_level,
@@ -59,7 +59,7 @@ def check_dynamic_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
             if level == 0 or level > levels:
                 c.error(
                     "bad_queue_policy_level",
-                    _m("bad_queue_policy_level", level=level, levels=levels),
+                    msg("bad_queue_policy_level", level=level, levels=levels),
                     line=partial(e.line, "dynamic_batching", 0, "priority_queue_policy", 0, default=line()),
                     triton=f"priority queue policy must have priority level in range [1, {levels}] for {name}",
                     level=level,
@@ -70,7 +70,7 @@ def check_dynamic_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
         if levels > 1:
             c.error(
                 "ordering_with_priorities",
-                _m("ordering_with_priorities", levels=levels),
+                msg("ordering_with_priorities", levels=levels),
                 line=partial(e.line, "dynamic_batching", 0, "preserve_ordering", 0, default=line()),
                 triton=f"Only one priority level is allowed when 'preserve_ordering' is true for {name}",
                 levels=levels,
@@ -84,7 +84,7 @@ def check_dynamic_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
             ):
                 c.error(
                     "ordering_with_delay",
-                    _m("ordering_with_delay"),
+                    msg("ordering_with_delay"),
                     line=partial(e.line, "dynamic_batching", 0, "preserve_ordering", 0, default=line()),
                     triton=(
                         "Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true "
@@ -150,7 +150,7 @@ def _control_error(batcher, name: str, kind: int, typed: bool) -> str | None:
     return None
 
 
-def check_sequence_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
+def check_sequence_batching(e: ModelEntry, c: Collector, name: str) -> bool:
     cfg = e.config
     if not cfg.HasField("sequence_batching"):
         return True
@@ -159,7 +159,7 @@ def check_sequence_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
     if cfg.response_cache.enable:
         c.error(
             "cache_with_sequence",
-            _m("cache_with_sequence"),
+            msg("cache_with_sequence"),
             line=partial(e.line, "response_cache", 0),
             triton=(
                 f"Response Cache does not currently support model {name} with sequence batching scheduler. "
@@ -177,7 +177,7 @@ def check_sequence_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
         if triton:
             c.error(
                 "sequence_control",
-                _m("sequence_control", kind=_SEQ.Kind.Name(kind)),
+                msg("sequence_control", kind=_SEQ.Kind.Name(kind)),
                 line=partial(e.line, "sequence_batching", 0, "control_input", 0, default=line()),
                 triton=triton,
                 kind=_SEQ.Kind.Name(kind),
@@ -188,7 +188,7 @@ def check_sequence_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
             if size <= 0 or size > cfg.max_batch_size:
                 c.error(
                     "bad_sequence_preferred_size",
-                    _m("bad_preferred_batch_size", size=size, max_batch_size=cfg.max_batch_size),
+                    msg("bad_preferred_batch_size", size=size, max_batch_size=cfg.max_batch_size),
                     line=line,
                     triton=(
                         f"sequence batching preferred batch size must be positive for {name}"
@@ -203,7 +203,7 @@ def check_sequence_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
         if u < 0.0 or u > 1.0:
             c.error(
                 "bad_slot_utilization",
-                _m("bad_slot_utilization", value=u),
+                msg("bad_slot_utilization", value=u),
                 line=line,
                 triton=f"sequence batching minimum slot utilization must be in range (0.0, 1.0] for {name}",
                 value=u,
@@ -212,12 +212,12 @@ def check_sequence_batching(e: ModelEntry, c: _Collector, name: str) -> bool:
     return True
 
 
-def check_decoupled_cache(e: ModelEntry, c: _Collector, name: str) -> bool:
+def check_decoupled_cache(e: ModelEntry, c: Collector, name: str) -> bool:
     cfg = e.config
     if cfg.model_transaction_policy.decoupled and cfg.response_cache.enable:
         c.error(
             "cache_with_decoupled",
-            _m("cache_with_decoupled"),
+            msg("cache_with_decoupled"),
             line=partial(e.line, "response_cache", 0),
             triton=(
                 f"Response Cache does not currently support model {name} with 'decoupled' transaction policy. "
@@ -317,7 +317,7 @@ def _io_fault(io, max_batch_size: int, platform: str, kind: str) -> tuple[str, s
 AUTOFILLABLE = frozenset({"io_no_data_type", "io_no_dims"})
 
 
-def check_io(e: ModelEntry, c: _Collector, name: str, platform: str, autofilled: bool) -> bool:
+def check_io(e: ModelEntry, c: Collector, name: str, platform: str, autofilled: bool) -> bool:
     """ValidateModelIOConfig.  With ``autofilled`` (the backend completes the config from the model file),
     a missing data type or dims is a warning: Triton fills it in before it checks."""
     cfg = e.config
@@ -329,9 +329,9 @@ def check_io(e: ModelEntry, c: _Collector, name: str, platform: str, autofilled:
                 continue
             code, triton = fault
             label = (
-                _m("io_named", kind=_m("kind_" + kind), name=io.name)
+                msg("io_named", kind=msg("kind_" + kind), name=io.name)
                 if io.name
-                else _m("io_unnamed", kind=_m("kind_" + kind), n=i + 1)
+                else msg("io_unnamed", kind=msg("kind_" + kind), n=i + 1)
             )
             params = {"tensor": io.name} if io.name else {}
             if code == "io_bad_dims":
@@ -339,18 +339,18 @@ def check_io(e: ModelEntry, c: _Collector, name: str, platform: str, autofilled:
             if autofilled and code in AUTOFILLABLE:
                 c.warning(
                     code + "_autofill",
-                    _m(code + "_autofill", label=label),
+                    msg(code + "_autofill", label=label),
                     line=partial(e.line, kind, i),
                     **params,
                 )
                 continue
             c.error(
                 code,
-                _m(
+                msg(
                     code,
                     label=label,
-                    dims=_dims_str(io.dims),
-                    reshape=_dims_str(io.reshape.shape),
+                    dims=dims_str(io.dims),
+                    reshape=dims_str(io.reshape.shape),
                     platform=platform,
                 ),
                 line=partial(e.line, kind, i),
@@ -411,18 +411,18 @@ def _batch_io_fault(cfg) -> tuple[str, str, str, int] | None:
     return None
 
 
-def check_batch_io(e: ModelEntry, c: _Collector, name: str) -> bool:
+def check_batch_io(e: ModelEntry, c: Collector, name: str) -> bool:
     fault = _batch_io_fault(e.config)
     if not fault:
         return True
     code, triton, field, i = fault
-    c.error(code, _m(code, text=triton), line=partial(e.line, field, i), triton=f"{triton} for {name}")
+    c.error(code, msg(code, text=triton), line=partial(e.line, field, i), triton=f"{triton} for {name}")
     return False
 
 
 # -- instance groups ---------------------------------------------------------------------------------------
 def check_instance_groups(
-    e: ModelEntry, c: _Collector, name: str, platform: str, backend: str, gpus: int | None
+    e: ModelEntry, c: Collector, name: str, platform: str, backend: str, gpus: int | None
 ) -> bool:
     """NormalizeInstanceGroup, then ValidateInstanceGroup.  ``gpus``: how many GPUs the server has (ids
     0..gpus-1); None when unknown, so that only what is wrong on every server is an error."""
@@ -438,12 +438,12 @@ def check_instance_groups(
         kind_name = mc.ModelInstanceGroup.Kind.Name(kind)
         if g.count < 0:
             c.warning(
-                "instance_count_default", _m("instance_count_default", group=gname, count=g.count), line=line
+                "instance_count_default", msg("instance_count_default", group=gname, count=g.count), line=line
             )
         if kind in (mc.ModelInstanceGroup.KIND_CPU, mc.ModelInstanceGroup.KIND_MODEL) and len(g.gpus):
             c.error(
                 "instance_kind_gpus",
-                _m("instance_kind_gpus", group=gname, kind=kind_name, gpus=list(g.gpus)),
+                msg("instance_kind_gpus", group=gname, kind=kind_name, gpus=list(g.gpus)),
                 line=line,
                 triton=f"instance group {gname} of model {name} has kind {kind_name} but specifies one or more GPUs",
                 group=gname,
@@ -453,7 +453,7 @@ def check_instance_groups(
             if supported is not None and not supported:
                 c.error(
                     "instance_no_gpus",
-                    _m("instance_no_gpus", group=gname),
+                    msg("instance_no_gpus", group=gname),
                     line=line,
                     triton=f"instance group {gname} of model {name} has kind KIND_GPU but no GPUs are available",
                     group=gname,
@@ -464,7 +464,7 @@ def check_instance_groups(
                     have = ", ".join(str(d) for d in sorted(supported or ()))
                     c.error(
                         "instance_bad_gpu",
-                        _m("instance_bad_gpu", group=gname, gpu=gid, gpus=gpus if gpus is not None else "?"),
+                        msg("instance_bad_gpu", group=gname, gpu=gid, gpus=gpus if gpus is not None else "?"),
                         line=partial(e.line, "instance_group", i, "gpus", 0, default=line()),
                         triton=(
                             f"instance group {gname} of model {name} specifies invalid or unsupported gpu id {gid}. "
@@ -478,7 +478,7 @@ def check_instance_groups(
         if platform != "tensorrt_plan" and len(g.profile):
             c.error(
                 "instance_profile_not_trt",
-                _m("instance_profile_not_trt", group=gname),
+                msg("instance_profile_not_trt", group=gname),
                 line=line,
                 triton=(
                     f"instance group {gname} of model {name} and platform {platform}specifies profile field which "

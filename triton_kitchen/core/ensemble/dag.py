@@ -10,8 +10,8 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 from triton_kitchen.core.config import ConfigError, ModelEntry, load_repository, read_model_dir
-from triton_kitchen.core.ensemble.problems import Problem, Repo, _as_repo, _find_io, _step_path
-from triton_kitchen.core.ensemble.tensor_nodes import _is_decoupled
+from triton_kitchen.core.ensemble.problems import Problem, Repo, as_repo, find_io, step_path
+from triton_kitchen.core.ensemble.tensor_nodes import is_decoupled
 from triton_kitchen.core.ensemble.validate import validate_model
 from triton_kitchen.core.tensors import dtype_name, tensor_bytes
 
@@ -219,7 +219,7 @@ def _resolve(name, repo) -> tuple[str, Repo]:
         if p.is_file():
             p = p.parent
         return p.name, load_repository(p.parent) if p.parent != p else {p.name: read_model_dir(p)}
-    return str(name), _as_repo(repo)
+    return str(name), as_repo(repo)
 
 
 def _io_info(io) -> tuple[str, list[int]]:
@@ -244,9 +244,9 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
                 output_map=dict(sorted(s.output_map.items())),
                 stage=None,
                 index=i,
-                line=entry.line(*_step_path(i)),
+                line=entry.line(*step_path(i)),
                 is_ensemble=bool(scfg is not None and scfg.HasField("ensemble_scheduling")),
-                decoupled=_is_decoupled(s.model_name, repo) if scfg is not None else False,
+                decoupled=is_decoupled(s.model_name, repo) if scfg is not None else False,
                 max_batch_size=scfg.max_batch_size if scfg is not None else 0,
             )
         )
@@ -279,7 +279,7 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
         for key, t in sc.input_map.items():
             d = touch(t)
             d["consumers"].append(s.id)
-            io = _find_io(scfg, "input", key)
+            io = find_io(scfg, "input", key)
             if io is not None and d["src"] > TypeSource.CONSUMER:
                 d.update(
                     type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.CONSUMER
@@ -288,7 +288,7 @@ def _build_one(entry: ModelEntry, repo: Repo) -> Dag:
             d = touch(t)
             if d["producer"] is None:
                 d["producer"] = s.id
-            io = _find_io(scfg, "output", key)
+            io = find_io(scfg, "output", key)
             if io is not None and d["src"] > TypeSource.PRODUCER:
                 d.update(
                     type=dtype_name(io.data_type), dims=list(io.dims), batched=sbatch, src=TypeSource.PRODUCER

@@ -1,7 +1,7 @@
 """Data flow inside one ensemble: which tensors are written, read, unused, never ready, or go round a cycle.
 
 :func:`_triton_data_flow` replicates Triton's own check (its first error message, word for word);
-:func:`_check_data_flow` reports every problem, each explained, and keeps Triton's wording on the first.
+:func:`check_data_flow` reports every problem, each explained, and keeps Triton's wording on the first.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from collections import defaultdict, deque
 
 from triton_kitchen.core.config import ModelEntry
 from triton_kitchen.core.ensemble.problems import (
+    Collector,
     Repo,
-    _Collector,
-    _key_of,
-    _m,
-    _map_line,
-    _step,
-    _step_path,
-    _value_line,
     has_errors,
+    key_of,
+    map_line,
+    msg,
+    step_path,
+    step_ref,
+    value_line,
 )
 
 
@@ -62,7 +62,7 @@ def _triton_data_flow(cfg, name: str) -> str | None:
             return f"ensemble output '{out.name}' for ensemble {name}' is not used"
         n = tensors[out.name]
         if not n["ready"]:
-            msg = f"output '{out.name}' for ensemble '{name}' is not written"
+            message = f"output '{out.name}' for ensemble '{name}' is not written"
             prev = n["prev"]
             last = out.name
             seen: set[str] = set()
@@ -75,8 +75,8 @@ def _triton_data_flow(cfg, name: str) -> str | None:
                         prev = tensors[p]["prev"]
                         break
             if last != out.name:
-                msg += f": at least one of its depending tensors, '{last}', is not connected"
-            return msg
+                message += f": at least one of its depending tensors, '{last}', is not connected"
+            return message
         outputs.add(out.name)
     for t, n in tensors.items():
         if t in outputs:
@@ -185,7 +185,7 @@ def _swap_makes_sense(step, key: str, repo: Repo | None) -> bool:
     return key not in names and step.input_map[key] in names
 
 
-def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> bool:
+def check_data_flow(e: ModelEntry, c: Collector, repo: Repo | None = None) -> bool:
     cfg = e.config
     name = e.config_name
     steps = cfg.ensemble_scheduling.step
@@ -200,7 +200,7 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
             read_by[t].append(i)
 
     def label(i):
-        return _step(i, steps[i].model_name)
+        return step_ref(i, steps[i].model_name)
 
     # unused ensemble inputs
     for k, t in enumerate(ens_inputs):
@@ -209,10 +209,10 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
             hint = None
             if as_key:
                 i = as_key[0]
-                hint = _m("unused_input_reversed", step=label(i), tensor=t, value=steps[i].input_map[t])
+                hint = msg("unused_input_reversed", step=label(i), tensor=t, value=steps[i].input_map[t])
             c.error(
                 "unused_input",
-                _m("unused_input", tensor=t, hint=hint),
+                msg("unused_input", tensor=t, hint=hint),
                 line=e.line("input", k),
                 tensor=t,
                 reversed_in_step=as_key[0] if as_key else None,
@@ -228,15 +228,15 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
             via.append(ts[0] if ts else "?")
         walk = label(order[0])
         for a, t in reversed(list(zip(order, via, strict=True))):
-            walk = _m("cycle_hop", step=label(a), tensor=t, rest=walk)
+            walk = msg("cycle_hop", step=label(a), tensor=t, rest=walk)
         if len(order) == 1:
-            text = _m("cycle_self", step=label(order[0]), tensor=via[0])
+            text = msg("cycle_self", step=label(order[0]), tensor=via[0])
         else:
-            text = _m("cycle", walk=walk)
+            text = msg("cycle", walk=walk)
         c.error(
             "cycle",
             text,
-            line=e.line(*_step_path(order[0])),
+            line=e.line(*step_path(order[0])),
             steps=[steps[i].model_name for i in order],
             step_indexes=order,
             tensors=via,
@@ -245,14 +245,14 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
     for t, readers in read_by.items():
         if t not in producer and t not in ens_inputs:
             for i in readers:
-                key = _key_of(steps[i].input_map, t)
+                key = key_of(steps[i].input_map, t)
                 hint = None
                 if _swap_makes_sense(steps[i], key, repo):
-                    hint = _m("unconnected_reversed", model=steps[i].model_name, tensor=t, map_key=key)
+                    hint = msg("unconnected_reversed", model=steps[i].model_name, tensor=t, map_key=key)
                 c.error(
                     "unconnected_tensor",
-                    _m("unconnected_tensor", step=label(i), tensor=t, hint=hint),
-                    line=_value_line(e, i, "input_map", t),
+                    msg("unconnected_tensor", step=label(i), tensor=t, hint=hint),
+                    line=value_line(e, i, "input_map", t),
                     tensor=t,
                     step=i,
                     model=steps[i].model_name,
@@ -272,17 +272,17 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
     for k, t in enumerate(ens_outputs):
         if t not in producer:
             reader = read_by.get(t)
-            extra = _m("output_read_by", step=label(reader[0])) if reader else None
+            extra = msg("output_read_by", step=label(reader[0])) if reader else None
             c.error(
                 "output_not_written",
-                _m("output_not_written", tensor=t, extra=extra),
+                msg("output_not_written", tensor=t, extra=extra),
                 line=e.line("output", k),
                 tensor=t,
             )
         elif t not in ready and producer[t] not in in_cycle and not has_errors(c.items[before:]):
             c.error(
                 "output_not_written",
-                _m("output_never_written", tensor=t, step=label(producer[t])),
+                msg("output_never_written", tensor=t, step=label(producer[t])),
                 line=e.line("output", k),
                 tensor=t,
             )
@@ -291,8 +291,8 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
         if t in ens_inputs:
             c.warning(
                 "writes_ensemble_input",
-                _m("writes_ensemble_input", step=label(i), tensor=t),
-                line=_map_line(e, i, "output_map", _key_of(steps[i].output_map, t)),
+                msg("writes_ensemble_input", step=label(i), tensor=t),
+                line=map_line(e, i, "output_map", key_of(steps[i].output_map, t)),
                 tensor=t,
                 step=i,
             )
@@ -303,14 +303,14 @@ def _check_data_flow(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> 
         if t not in read_by:
             c.error(
                 "unused_tensor",
-                _m("unused_tensor", step=label(i), tensor=t),
-                line=_map_line(e, i, "output_map", _key_of(steps[i].output_map, t)),
+                msg("unused_tensor", step=label(i), tensor=t),
+                line=map_line(e, i, "output_map", key_of(steps[i].output_map, t)),
                 tensor=t,
                 step=i,
             )
     new = [p for p in c.items[before:] if p.is_error]
     if triton and not new:  # should not happen; keep Triton's verdict anyway
-        c.error("data_flow", _m("data_flow", text=triton), triton=triton)
+        c.error("data_flow", msg("data_flow", text=triton), triton=triton)
         new = [p for p in c.items[before:] if p.is_error]
     if triton and new:
         new[0].triton_message = triton

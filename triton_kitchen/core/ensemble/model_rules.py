@@ -13,17 +13,17 @@ from pathlib import Path
 
 from triton_kitchen.core.config import ENSEMBLE_PLATFORM, ConfigError, ModelEntry
 from triton_kitchen.core.ensemble import autofill, config_rules
-from triton_kitchen.core.ensemble.data_flow import _check_data_flow
+from triton_kitchen.core.ensemble.data_flow import check_data_flow
 from triton_kitchen.core.ensemble.problems import (
+    Collector,
     Problem,
     Repo,
-    _Collector,
-    _m,
-    _map_line,
-    _step,
-    _step_path,
     config_error_msg,
     has_errors,
+    map_line,
+    msg,
+    step_path,
+    step_ref,
 )
 
 KNOWN_PLATFORMS = {
@@ -56,8 +56,8 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
     try:
         data = p.read_bytes()
     except OSError as e:
-        msg = _m("unreadable_file", reason=e.strerror or str(e))
-        return [Problem("error", "unreadable", msg.render("en"), {}, 1, None, None, str(p), msg)]
+        message = msg("unreadable_file", reason=e.strerror or str(e))
+        return [Problem("error", "unreadable", message.render("en"), {}, 1, None, None, str(p), message)]
     try:
         cfg = parse_config(data, p)
     except ConfigError as e:
@@ -84,14 +84,14 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
         locations=locate(text),
         standalone=True,
     )
-    c = _Collector(entry)
-    _check_model(entry, c)
+    c = Collector(entry)
+    check_model(entry, c)
     if cfg.HasField("ensemble_scheduling"):
-        c.warning("no_repository", _m("no_repository"), line=entry.line("ensemble_scheduling", 0, default=1))
+        c.warning("no_repository", msg("no_repository"), line=entry.line("ensemble_scheduling", 0, default=1))
     return c.items
 
 
-def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None:
+def check_model(e: ModelEntry, c: Collector, repo: Repo | None = None) -> None:
     """Rules Triton applies to a config on its own, in Triton's order: the repository poll (fill in,
     ``ValidateModelConfig``, inputs and outputs when auto-complete is off, the folder's name), then the load
     (versions, the backend library, instance groups, inputs and outputs, model files).
@@ -120,7 +120,7 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     if not e.standalone and not backend and not is_ens:
         c.error(
             "unknown_platform",
-            _m("unknown_platform", model=name, platform=platform),
+            msg("unknown_platform", model=name, platform=platform),
             line=e.line("platform", 0),
             triton=f"unexpected platform type '{platform}' for {name}",
             platform=platform,
@@ -129,7 +129,7 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     if cfg.backend and is_ens:
         c.error(
             "ensemble_backend",
-            _m("ensemble_backend", model=name, backend=cfg.backend),
+            msg("ensemble_backend", model=name, backend=cfg.backend),
             line=e.line("backend", 0),
             triton=f"Ensemble model '{name}' must have platform type 'ensemble' and empty backend type",
             backend=cfg.backend,
@@ -138,7 +138,7 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     if backend in autofill.TYPED_BACKENDS and autofill.PLATFORM_BACKEND.get(platform) != backend:
         c.error(
             "platform_backend_pair",
-            _m("platform_backend_pair", platform=platform, backend=backend),
+            msg("platform_backend_pair", platform=platform, backend=backend),
             line=e.line("backend", 0, default=e.line("platform", 0)),
             triton=f"unexpected 'platform' and 'backend' pair, got:{platform}, {backend}",
             platform=platform,
@@ -148,7 +148,7 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     if cfg.max_batch_size < 0:
         c.error(
             "negative_max_batch_size",
-            _m("negative_max_batch_size", value=cfg.max_batch_size),
+            msg("negative_max_batch_size", value=cfg.max_batch_size),
             line=e.line("max_batch_size", 0),
             triton=f"'max_batch_size' must be non-negative value for {name}",
             value=cfg.max_batch_size,
@@ -164,7 +164,7 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     elif is_ens:
         c.error(
             "ensemble_without_steps",
-            _m("ensemble_without_steps", model=name),
+            msg("ensemble_without_steps", model=name),
             line=e.line("platform", 0),
             triton=f"ensemble scheduling must be set for ensemble {name} whose platform is {ENSEMBLE_PLATFORM}",
         )
@@ -185,7 +185,7 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     if cfg.name and cfg.name != e.name and not e.standalone:
         c.error(
             "name_mismatch",
-            _m("name_mismatch", name=cfg.name, directory=e.name),
+            msg("name_mismatch", name=cfg.name, directory=e.name),
             line=e.line("name", 0),
             triton=f"unexpected directory name '{e.name}' for model '{cfg.name}', directory name must equal model name",
             name=cfg.name,
@@ -199,12 +199,12 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
     served = e.served_versions
     if not served:
         if not e.versions:
-            msg = _m("no_version_dir_ensemble" if is_ens else "no_version_dir", model=name)
+            message = msg("no_version_dir_ensemble" if is_ens else "no_version_dir", model=name)
         else:
-            msg = _m("no_version_policy", model=name, versions=list(e.versions))
+            message = msg("no_version_policy", model=name, versions=list(e.versions))
         c.error(
             "no_version",
-            msg,
+            message,
             line=e.line("version_policy", 0),
             triton=f"at least one version must be available under the version policy of model '{name}'",
             versions=e.versions,
@@ -222,17 +222,17 @@ def _check_model(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> None
             if fname not in e.files.get(v, []):
                 c.error(
                     "missing_model_file",
-                    _m("missing_model_file", version=v, model=name, file=fname),
+                    msg("missing_model_file", version=v, model=name, file=fname),
                     triton=None,
                     version=v,
                     file=fname,
                 )
 
 
-def _invalid_name(e: ModelEntry, c: _Collector) -> None:
+def _invalid_name(e: ModelEntry, c: Collector) -> None:
     c.error(
         "no_backend",
-        _m("no_backend", model=e.name, files=list(BACKEND_FILES)),
+        msg("no_backend", model=e.name, files=list(BACKEND_FILES)),
         line=0 if e.config is None else None,
         triton=(
             f"Invalid model name: Could not determine backend for model '{e.name}' with no backend in "
@@ -242,7 +242,7 @@ def _invalid_name(e: ModelEntry, c: _Collector) -> None:
     )
 
 
-def _check_missing_config(e: ModelEntry, c: _Collector) -> None:
+def _check_missing_config(e: ModelEntry, c: Collector) -> None:
     """No config.pbtxt: with auto-complete on, Triton fills one in from the model file where the backend can
     (reported on the folder itself, line 0)."""
     done = autofill.complete(e)
@@ -251,27 +251,27 @@ def _check_missing_config(e: ModelEntry, c: _Collector) -> None:
         return
     can_fill = c.options.autofill and autofill.fills_from_model_file(e, done)
     if can_fill:
-        c.warning("no_config_autofill", _m("no_config_autofill", model=e.name, backend=done.backend), line=0)
+        c.warning("no_config_autofill", msg("no_config_autofill", model=e.name, backend=done.backend), line=0)
         return
     c.error(
         "no_config",
-        _m("no_config", model=e.name)
+        msg("no_config", model=e.name)
         if not done.backend
-        else _m("no_config_backend", model=e.name, backend=done.backend),
+        else msg("no_config_backend", model=e.name, backend=done.backend),
         line=0,
         triton=f"model configuration is not provided for model '{e.name}'" if done.backend else None,
         model=e.name,
     )
 
 
-def _check_backend_library(e: ModelEntry, c: _Collector, name: str, backend: str, opts) -> bool:
+def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str, opts) -> bool:
     """Where Triton looks for the backend library when it loads the model (``runtime``)."""
     runtime = e.config.runtime
     known = set(autofill.CONTAINER_BACKENDS) | set(opts.backends) | _local_backends()
     if runtime and autofill.escapes(runtime):
         c.error(
             "runtime_escapes",
-            _m("runtime_escapes", runtime=runtime),
+            msg("runtime_escapes", runtime=runtime),
             line=e.line("runtime", 0),
             triton=f"backend library name '{runtime}' escapes backend directory",
             runtime=runtime,
@@ -282,7 +282,7 @@ def _check_backend_library(e: ModelEntry, c: _Collector, name: str, backend: str
     if runtime:
         c.error(
             "runtime_not_found",
-            _m("runtime_not_found", runtime=runtime, backend=backend),
+            msg("runtime_not_found", runtime=runtime, backend=backend),
             line=e.line("runtime", 0),
             triton=f"unable to find backend library '{runtime}' for model '{name}'",
             runtime=runtime,
@@ -290,7 +290,7 @@ def _check_backend_library(e: ModelEntry, c: _Collector, name: str, backend: str
     else:
         c.error(
             "unknown_backend",
-            _m("unknown_backend", backend=backend, known=sorted(known)),
+            msg("unknown_backend", backend=backend, known=sorted(known)),
             line=e.line("backend", 0, default=e.line("name", 0, default=1)),
             triton=(
                 f"unable to find backend library for backend '{backend}', try specifying runtime on the model "
@@ -306,14 +306,14 @@ def _local_backends() -> frozenset[str]:
     return frozenset(autofill.local_backends())
 
 
-def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = None) -> bool:
+def _check_ensemble_config(e: ModelEntry, c: Collector, repo: Repo | None = None) -> bool:
     """ValidateEnsembleSchedulingConfig: the ensemble on its own, no step configs needed."""
     cfg = e.config
     name = e.config_name
     if cfg.platform != ENSEMBLE_PLATFORM:
         c.error(
             "scheduling_not_ensemble",
-            _m("scheduling_not_ensemble", model=name, platform=cfg.platform),
+            msg("scheduling_not_ensemble", model=name, platform=cfg.platform),
             line=e.line("ensemble_scheduling", 0),
             triton=f"ensemble scheduling cannot be set for model '{name}' whose platform is not {ENSEMBLE_PLATFORM}",
         )
@@ -340,7 +340,7 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
         if present:
             c.error(
                 "ensemble_forbidden_field",
-                _m("ensemble_forbidden_field", model=name, field=fld),
+                msg("ensemble_forbidden_field", model=name, field=fld),
                 line=e.line(fld, 0),
                 triton=triton,
                 field=fld,
@@ -352,7 +352,7 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
     if len(steps) == 0:
         c.error(
             "no_steps",
-            _m("no_steps", model=name),
+            msg("no_steps", model=name),
             line=e.line("ensemble_scheduling", 0),
             triton=f"must specify 'step' for ensemble '{name}'",
         )
@@ -362,25 +362,25 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
     for i, step in enumerate(steps):
         for mp in ("input_map", "output_map"):
             seen: dict[str, tuple[str, int]] = {}
-            for j in range(e.locations.count(*_step_path(i), mp)):
-                key = e.locations.value(*_step_path(i), mp, j, "key", 0)
-                val = e.locations.value(*_step_path(i), mp, j, "value", 0)
+            for j in range(e.locations.count(*step_path(i), mp)):
+                key = e.locations.value(*step_path(i), mp, j, "key", 0)
+                val = e.locations.value(*step_path(i), mp, j, "value", 0)
                 if key is None:
                     continue
                 if key in seen:
                     kept = getattr(step, mp).get(key, val)
                     c.warning(
                         "repeated_map_key",
-                        _m(
+                        msg(
                             "repeated_map_key",
-                            step=_step(i, step.model_name),
+                            step=step_ref(i, step.model_name),
                             map=mp,
                             map_key=key,
                             first=seen[key][0],
                             value=val,
                             kept=kept,
                         ),
-                        line=e.line(*_step_path(i), mp, j),
+                        line=e.line(*step_path(i), mp, j),
                         step=i,
                         model=step.model_name,
                         map=mp,
@@ -394,13 +394,13 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
     written: dict[str, int] = {}
     ok = True
     for i, step in enumerate(steps):
-        sline = e.line(*_step_path(i))
+        sline = e.line(*step_path(i))
         for fld in ("model_name", "input_map", "output_map"):
             missing = not step.model_name if fld == "model_name" else len(getattr(step, fld)) == 0
             if missing:
                 c.error(
                     "step_missing_field",
-                    _m("step_missing_field", step=_step(i, step.model_name), field=fld),
+                    msg("step_missing_field", step=step_ref(i, step.model_name), field=fld),
                     line=sline,
                     triton=f"must specify '{fld}' in step {i} of ensemble '{name}'",
                     step=i,
@@ -414,18 +414,20 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
             if tensor in written:
                 first = written[tensor]
                 if first == i:
-                    msg = _m("tensor_written_twice_same", tensor=tensor, step=_step(i, step.model_name))
+                    message = msg(
+                        "tensor_written_twice_same", tensor=tensor, step=step_ref(i, step.model_name)
+                    )
                 else:
-                    msg = _m(
+                    message = msg(
                         "tensor_written_twice",
                         tensor=tensor,
-                        first=_step(first, steps[first].model_name),
-                        second=_step(i, step.model_name),
+                        first=step_ref(first, steps[first].model_name),
+                        second=step_ref(i, step.model_name),
                     )
                 c.error(
                     "tensor_written_twice",
-                    msg,
-                    line=_map_line(e, i, "output_map", key),
+                    message,
+                    line=map_line(e, i, "output_map", key),
                     triton=f"ensemble tensor '{tensor}' can appear in an output map only once for ensemble '{name}' step {i}",
                     tensor=tensor,
                     step=i,
@@ -436,4 +438,4 @@ def _check_ensemble_config(e: ModelEntry, c: _Collector, repo: Repo | None = Non
                 written[tensor] = i
     if not ok:
         return False
-    return _check_data_flow(e, c, repo)
+    return check_data_flow(e, c, repo)

@@ -40,13 +40,13 @@ def _render_arg(value, lang: str):
     return value
 
 
-def _m(table_key: str, /, **args) -> Msg:
+def msg(table_key: str, /, **args) -> Msg:
     return Msg(table_key, args)
 
 
-def _step(i: int, model: str | None = None) -> Msg:
+def step_ref(i: int, model: str | None = None) -> Msg:
     """Step ``i`` of the config's list (0-based) as people count it: "step 1 (preprocess)"."""
-    return _m("step", n=i + 1, model=model) if model else _m("step_bare", n=i + 1)
+    return msg("step", n=i + 1, model=model) if model else msg("step_bare", n=i + 1)
 
 
 _BAD_VALUE_KEYS = {
@@ -65,39 +65,39 @@ def config_error_msg(err: ConfigError) -> Msg:
     word for word, the message is shown as written (so the ``check`` output never changes here).
     """
     p, short = err.params, (lambda typ: str(typ).split(".")[-1])
-    msg = None
+    message = None
     if err.code == "unknown_field":
-        hint = _m("did_you_mean_dq", hint=p["suggestion"]) if p.get("suggestion") else None
-        msg = _m("cfg_unknown_field", field=p.get("field"), type=short(p.get("type")), hint=hint)
+        hint = msg("did_you_mean_dq", hint=p["suggestion"]) if p.get("suggestion") else None
+        message = msg("cfg_unknown_field", field=p.get("field"), type=short(p.get("type")), hint=hint)
     elif err.code == "unknown_enum":
-        hint = _m("did_you_mean_dq", hint=p["suggestion"]) if p.get("suggestion") else None
-        msg = _m("cfg_unknown_enum", value=p.get("value"), type=short(p.get("type")), hint=hint)
+        hint = msg("did_you_mean_dq", hint=p["suggestion"]) if p.get("suggestion") else None
+        message = msg("cfg_unknown_enum", value=p.get("value"), type=short(p.get("type")), hint=hint)
     elif err.code == "oneof_conflict":
         a, b = p.get("field"), p.get("other")
         if p.get("oneof") == "scheduling_choice":
-            extra = _m("cfg_oneof_ensemble") if "ensemble_scheduling" in (a, b) else None
-            msg = _m("cfg_oneof_scheduler", field=a, other=b, extra=extra)
+            extra = msg("cfg_oneof_ensemble") if "ensemble_scheduling" in (a, b) else None
+            message = msg("cfg_oneof_scheduler", field=a, other=b, extra=extra)
         else:
-            msg = _m("cfg_oneof", field=a, other=b, oneof=p.get("oneof"))
+            message = msg("cfg_oneof", field=a, other=b, oneof=p.get("oneof"))
     elif err.code == "duplicate_field":
-        msg = _m("cfg_duplicate_field", field=p.get("field"))
+        message = msg("cfg_duplicate_field", field=p.get("field"))
     elif err.code == "bad_value" and p.get("kind") in _BAD_VALUE_KEYS:
-        msg = _m(_BAD_VALUE_KEYS[p["kind"]], value=p.get("value"))
+        message = msg(_BAD_VALUE_KEYS[p["kind"]], value=p.get("value"))
     elif err.code == "syntax" and p.get("expected"):
-        msg = _m("cfg_expected_end", expected=p["expected"])
-        if msg.render("en") != err.message:
-            msg = _m("cfg_expected_before", expected=p["expected"], token=repr(err.token))
+        message = msg("cfg_expected_end", expected=p["expected"])
+        if message.render("en") != err.message:
+            message = msg("cfg_expected_before", expected=p["expected"], token=repr(err.token))
     elif err.code == "unreadable" and p.get("reason") == "encoding":
-        msg = _m("cfg_not_utf8")
+        message = msg("cfg_not_utf8")
     elif err.code == "no_config":
-        msg = _m("cfg_no_config")
+        message = msg("cfg_no_config")
     elif err.code == "template_placeholder":
-        msg = _m("template_placeholder", placeholder=p.get("placeholder"))
+        message = msg("template_placeholder", placeholder=p.get("placeholder"))
     elif err.code == "newer_field":
-        msg = _m("newer_field", field=p.get("field"))
-    if msg is None or msg.render("en") != err.message:
-        msg = _m("cfg_syntax" if err.code == "syntax" else "cfg_other", text=err.message)
-    return msg
+        message = msg("newer_field", field=p.get("field"))
+    if message is None or message.render("en") != err.message:
+        message = msg("cfg_syntax" if err.code == "syntax" else "cfg_other", text=err.message)
+    return message
 
 
 @dataclass
@@ -153,7 +153,7 @@ class CheckOptions:
 DEFAULT_OPTIONS = CheckOptions()
 
 
-class _Collector:
+class Collector:
     def __init__(self, entry: ModelEntry, options: CheckOptions = DEFAULT_OPTIONS) -> None:
         self.entry = entry
         self.options = options
@@ -184,28 +184,28 @@ class _Collector:
         return self.add("warning", code, message, line, triton, **params)
 
 
-def _as_repo(repo: Repo | str | os.PathLike) -> Repo:
+def as_repo(repo: Repo | str | os.PathLike) -> Repo:
     if isinstance(repo, dict):
         return repo
     return load_repository(repo)
 
 
-def _dims_str(dims) -> str:
+def dims_str(dims) -> str:
     return "[" + ",".join(str(d) for d in dims) + "]"
 
 
-def _compare_dims(a, b) -> bool:
+def compare_dims(a, b) -> bool:
     """Triton's CompareDimsWithWildcard: same rank, each pair equal or either -1."""
     if len(a) != len(b):
         return False
     return all(x == y or x == -1 or y == -1 for x, y in zip(a, b, strict=True))
 
 
-def _step_path(i: int) -> tuple:
+def step_path(i: int) -> tuple:
     return ("ensemble_scheduling", 0, "step", i)
 
 
-def _find_io(cfg, kind, name):
+def find_io(cfg, kind, name):
     if cfg is None:
         return None
     for io in getattr(cfg, kind):
@@ -214,26 +214,26 @@ def _find_io(cfg, kind, name):
     return None
 
 
-def _map_line(e: ModelEntry, i: int, mp: str, key: str) -> int | None:
-    n = e.locations.count(*_step_path(i), mp)
+def map_line(e: ModelEntry, i: int, mp: str, key: str) -> int | None:
+    n = e.locations.count(*step_path(i), mp)
     found = None
     for j in range(n):
-        if e.locations.value(*_step_path(i), mp, j, "key", 0) == key:
+        if e.locations.value(*step_path(i), mp, j, "key", 0) == key:
             found = j
     if found is not None:
-        return e.line(*_step_path(i), mp, found)
-    return e.line(*_step_path(i))
+        return e.line(*step_path(i), mp, found)
+    return e.line(*step_path(i))
 
 
-def _key_of(mapping, value) -> str:
+def key_of(mapping, value) -> str:
     for k, v in mapping.items():
         if v == value:
             return k
     return ""
 
 
-def _value_line(e: ModelEntry, i: int, mp: str, value: str) -> int | None:
-    for j in range(e.locations.count(*_step_path(i), mp)):
-        if e.locations.value(*_step_path(i), mp, j, "value", 0) == value:
-            return e.line(*_step_path(i), mp, j)
-    return e.line(*_step_path(i))
+def value_line(e: ModelEntry, i: int, mp: str, value: str) -> int | None:
+    for j in range(e.locations.count(*step_path(i), mp)):
+        if e.locations.value(*step_path(i), mp, j, "value", 0) == value:
+            return e.line(*step_path(i), mp, j)
+    return e.line(*step_path(i))

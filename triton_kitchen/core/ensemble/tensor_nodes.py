@@ -1,5 +1,5 @@
 """Tensors between an ensemble's steps, as Triton's ``ensemble_utils.cc`` builds them: every ensemble tensor's
-producer, consumers, type and shape (:func:`_build_tensor_nodes`), and which steps are decoupled (stream
+producer, consumers, type and shape (:func:`build_tensor_nodes`), and which steps are decoupled (stream
 their answers), with the messages for a decoupled step that feeds another.
 """
 
@@ -11,21 +11,21 @@ from triton_kitchen.core.config import ModelEntry
 from triton_kitchen.core.ensemble.problems import (
     Msg,
     Repo,
-    _compare_dims,
-    _dims_str,
-    _m,
-    _step,
+    compare_dims,
+    dims_str,
+    msg,
+    step_ref,
 )
 from triton_kitchen.core.tensors import dtype_name
 
 
-def _is_decoupled(name: str, repo: Repo, seen: frozenset = frozenset()) -> bool:
+def is_decoupled(name: str, repo: Repo, seen: frozenset = frozenset()) -> bool:
     entry = repo.get(name)
     if entry is None or entry.config is None or name in seen:
         return False
     cfg = entry.config
     if cfg.HasField("ensemble_scheduling"):
-        return _ensemble_decoupled_label(entry, repo, seen | {name})[0]
+        return ensemble_decoupled_label(entry, repo, seen | {name})[0]
     return cfg.model_transaction_policy.decoupled
 
 
@@ -58,7 +58,7 @@ class _TNode:
         self.sibling: _TNode | None = None
 
 
-def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error=None, on_warning=None):
+def build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error=None, on_warning=None):
     """ValidateTensorMapping over all steps; calls on_error(step, code, msg, triton, params)."""
     cfg = entry.config
     ens = entry.config_name
@@ -94,10 +94,10 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
                     second_type=dtype_name(new.dtype),
                 )
             return False
-        if not _compare_dims(old.dims, new.dims) and not _compare_dims(old.full, new.full):
+        if not compare_dims(old.dims, new.dims) and not compare_dims(old.full, new.full):
             msg = (
-                f"in ensemble {ens}, ensemble tensor {tensor}: inconsistent shape: {_dims_str(old.full)} is inferred "
-                f"from model {old.model} while {_dims_str(new.full)} is inferred from model {new.model}"
+                f"in ensemble {ens}, ensemble tensor {tensor}: inconsistent shape: {dims_str(old.full)} is inferred "
+                f"from model {old.model} while {dims_str(new.full)} is inferred from model {new.model}"
             )
             if on_error:
                 on_error(
@@ -116,8 +116,8 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
         if (
             on_warning
             and old.batching != new.batching
-            and _compare_dims(old.dims, new.dims)
-            and not _compare_dims(old.full, new.full)
+            and compare_dims(old.dims, new.dims)
+            and not compare_dims(old.full, new.full)
         ):
             on_warning(i, tensor, old, new, mp, key)
         return True
@@ -216,7 +216,7 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
                 nodes[tensor].sibling = sibling
         if bad:
             continue
-        dec = _is_decoupled(step.model_name, repo, seen)
+        dec = is_decoupled(step.model_name, repo, seen)
         for tensor in step.output_map.values():
             n = nodes.get(tensor)
             if n is None:
@@ -230,14 +230,14 @@ def _build_tensor_nodes(entry: ModelEntry, repo: Repo, seen: frozenset, on_error
     return nodes
 
 
-def _ensemble_decoupled_label(
+def ensemble_decoupled_label(
     entry: ModelEntry, repo: Repo, seen: frozenset, detail: dict | None = None
 ) -> tuple[bool, str | None]:
     """(is the ensemble decoupled, Triton's decoupled error or None) — the BFS of ValidateEnsembleConfig.
 
     On the error, ``detail`` (when given) gets the receiving step (its 0-based index) and, per stream of
     responses that meets there, the decoupled step it started at (None: the ensemble's own inputs)."""
-    nodes = _build_tensor_nodes(entry, repo, seen)
+    nodes = build_tensor_nodes(entry, repo, seen)
     producer = {
         t: i for i, st in enumerate(entry.config.ensemble_scheduling.step) for t in st.output_map.values()
     }
@@ -294,16 +294,16 @@ def _ensemble_decoupled_label(
     return label != 0, None
 
 
-def _decoupled_message(e: ModelEntry, repo: Repo, detail: dict | None = None) -> Msg:
+def decoupled_message(e: ModelEntry, repo: Repo, detail: dict | None = None) -> Msg:
     """The receiving step and the steps whose streams of responses meet there (from ``detail``)."""
     steps = list(e.config.ensemble_scheduling.step)
     if detail and detail.get("receiver") is not None:
         sources = [
-            _step(k, steps[k].model_name) if k is not None else _m("ensemble_inputs")
+            step_ref(k, steps[k].model_name) if k is not None else msg("ensemble_inputs")
             for k in detail["sources"]
         ]
         i = detail["receiver"]
-        at = _step(i, steps[i].model_name) if i >= 0 else _m("ensemble_outputs")
-        return _m("decoupled_fan_in_at", step=at, sources=sources)
-    names = sorted({s.model_name for s in steps if _is_decoupled(s.model_name, repo)})
-    return _m("decoupled_fan_in", models=names)
+        at = step_ref(i, steps[i].model_name) if i >= 0 else msg("ensemble_outputs")
+        return msg("decoupled_fan_in_at", step=at, sources=sources)
+    names = sorted({s.model_name for s in steps if is_decoupled(s.model_name, repo)})
+    return msg("decoupled_fan_in", models=names)

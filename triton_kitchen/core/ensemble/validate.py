@@ -13,28 +13,28 @@ from collections import defaultdict, deque
 from functools import partial
 
 from triton_kitchen.core.config import ModelEntry, load_repository
-from triton_kitchen.core.ensemble.model_rules import _check_model
+from triton_kitchen.core.ensemble.model_rules import check_model
 from triton_kitchen.core.ensemble.problems import (
     DEFAULT_OPTIONS,
     CheckOptions,
+    Collector,
     Msg,
     Problem,
     Repo,
-    _as_repo,
-    _Collector,
-    _compare_dims,
-    _dims_str,
-    _find_io,
-    _m,
-    _map_line,
-    _step,
-    _step_path,
+    as_repo,
+    compare_dims,
+    dims_str,
+    find_io,
     has_errors,
+    map_line,
+    msg,
+    step_path,
+    step_ref,
 )
 from triton_kitchen.core.ensemble.tensor_nodes import (
-    _build_tensor_nodes,
-    _decoupled_message,
-    _ensemble_decoupled_label,
+    build_tensor_nodes,
+    decoupled_message,
+    ensemble_decoupled_label,
 )
 
 
@@ -60,7 +60,7 @@ def validate_model(
 
     With ``with_dependencies`` the step models' own problems (recursively) follow.
     """
-    repo = _as_repo(repo)
+    repo = as_repo(repo)
     cache: dict = {"options": options}
     out = list(_validate(name, repo, cache, ()))
     if with_dependencies:
@@ -88,15 +88,15 @@ def _validate(name: str, repo: Repo, cache: dict, stack: tuple) -> list[Problem]
         return cache[key]
     cache[key] = []  # provisional (recursion guard)
     entry = repo[name]
-    c = _Collector(entry, cache.get("options", DEFAULT_OPTIONS))
-    _check_model(entry, c, repo)
+    c = Collector(entry, cache.get("options", DEFAULT_OPTIONS))
+    check_model(entry, c, repo)
     if not has_errors(c.items) and entry.config is not None and entry.config.HasField("ensemble_scheduling"):
         _check_dependencies(entry, repo, c, cache, stack + (name,))
     cache[key] = c.items
     return c.items
 
 
-def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, stack: tuple) -> None:
+def _check_dependencies(e: ModelEntry, repo: Repo, c: Collector, cache: dict, stack: tuple) -> None:
     cfg = e.config
     name = e.config_name
     steps = cfg.ensemble_scheduling.step
@@ -107,16 +107,16 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     broken: set[str] = set()
     for i, s in enumerate(steps):
         mname = s.model_name
-        line = partial(e.line, *_step_path(i), "model_name", 0)
+        line = partial(e.line, *step_path(i), "model_name", 0)
         if mname not in repo:
             hint = _close(mname, list(repo))
             c.error(
                 "unknown_model",
-                _m(
+                msg(
                     "unknown_model",
-                    step=_step(i),
+                    step=step_ref(i),
                     model=mname,
-                    hint=_m("did_you_mean", hint=hint) if hint else None,
+                    hint=msg("did_you_mean", hint=hint) if hint else None,
                 ),
                 line=line,
                 triton=missing_msg,
@@ -129,7 +129,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
             cyc = list(stack[stack.index(mname) :]) + [mname]
             c.error(
                 "ensemble_cycle",
-                _m("ensemble_cycle", chain=" -> ".join(cyc)),
+                msg("ensemble_cycle", chain=" -> ".join(cyc)),
                 line=line,
                 triton=f"circular dependency between ensembles: {mname} -> ... -> {name} -> {mname}",
                 chain=cyc,
@@ -161,7 +161,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
                 )
             c.error(
                 "step_model_invalid",
-                _m("step_model_invalid", step=_step(i), model=mname, reason=first.msg or first.message),
+                msg("step_model_invalid", step=step_ref(i), model=mname, reason=first.msg or first.message),
                 line=line,
                 triton=triton,
                 step=i,
@@ -180,13 +180,15 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         ok = bool(served) if v == -1 else v in served
         if ok:
             continue
-        omitted = (_step_path(i) + ("model_version", 0)) not in e.locations.where and bool(e.locations.where)
+        omitted = (step_path(i) + ("model_version", 0)) not in e.locations.where and bool(e.locations.where)
         triton = f"ensemble '{name}' depends on '{s.model_name}' whose required version {v} is not loaded."
         if v == 0 and omitted:
             c.error(
                 "version_omitted",
-                _m("version_omitted", step=_step(i, s.model_name), model=s.model_name, served=list(served)),
-                line=e.line(*_step_path(i)),
+                msg(
+                    "version_omitted", step=step_ref(i, s.model_name), model=s.model_name, served=list(served)
+                ),
+                line=e.line(*step_path(i)),
                 triton=triton,
                 step=i,
                 model=s.model_name,
@@ -195,17 +197,17 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         else:
             c.error(
                 "version_not_available",
-                _m(
+                msg(
                     "version_not_available",
-                    step=_step(i),
+                    step=step_ref(i),
                     version=v,
                     model=s.model_name,
                     served=list(served),
-                    disk=_m("version_on_disk", versions=list(sub.versions))
+                    disk=msg("version_on_disk", versions=list(sub.versions))
                     if sub.versions != served
                     else None,
                 ),
-                line=e.line(*_step_path(i), "model_version", 0),
+                line=e.line(*step_path(i), "model_version", 0),
                 triton=triton,
                 step=i,
                 model=s.model_name,
@@ -218,7 +220,7 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
     # 3. batch sizes, tensor mapping and consistency (ValidateEnsembleConfig), in step order
     def on_error(i, code, triton, mp, map_key, **params):
         s = steps[i]
-        line = _map_line(e, i, mp, map_key) if mp else e.line(*_step_path(i))
+        line = map_line(e, i, mp, map_key) if mp else e.line(*step_path(i))
         c.error(
             code,
             _explain(code, i, s.model_name, params, name),
@@ -234,15 +236,15 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         bat, non = (old, new) if old.batching else (new, old)
         c.warning(
             "implicit_batch_dim",
-            _m(
+            msg(
                 "implicit_batch_dim",
                 tensor=tensor,
                 batched=bat.model,
-                batched_shape=_dims_str(bat.full),
+                batched_shape=dims_str(bat.full),
                 unbatched=non.model,
-                unbatched_shape=_dims_str(non.full),
+                unbatched_shape=dims_str(non.full),
             ),
-            line=_map_line(e, i, mp, key),
+            line=map_line(e, i, mp, key),
             tensor=tensor,
             step=i,
             model=s.model_name,
@@ -257,13 +259,13 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
         if scfg.max_batch_size != 0 and scfg.max_batch_size < cfg.max_batch_size:
             c.error(
                 "max_batch_size_too_small",
-                _m(
+                msg(
                     "max_batch_size_too_small",
-                    step=_step(i, s.model_name),
+                    step=step_ref(i, s.model_name),
                     step_max_batch_size=scfg.max_batch_size,
                     max_batch_size=cfg.max_batch_size,
                 ),
-                line=e.line(*_step_path(i)),
+                line=e.line(*step_path(i)),
                 triton=(
                     f"ensemble {name} allows maximum batch size {cfg.max_batch_size}, but it contains model "
                     f"{s.model_name} which only allows maximum batch size to be {scfg.max_batch_size}"
@@ -275,18 +277,18 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: _Collector, cache: dict, s
             )
     if has_errors(c.items):
         return
-    _build_tensor_nodes(e, repo, frozenset(stack), on_error, on_warning)
+    build_tensor_nodes(e, repo, frozenset(stack), on_error, on_warning)
     if has_errors(c.items):
         return
     _warn_hidden_mismatches(e, repo, c)
 
     # 4. decoupled steps feeding one step
     detail: dict = {}
-    _, err = _ensemble_decoupled_label(e, repo, frozenset(stack), detail)
+    _, err = ensemble_decoupled_label(e, repo, frozenset(stack), detail)
     if err:
         c.error(
             "decoupled_fan_in",
-            _decoupled_message(e, repo, detail),
+            decoupled_message(e, repo, detail),
             line=e.line("ensemble_scheduling", 0),
             triton=err,
             step_model=detail.get("receiver"),
@@ -330,9 +332,9 @@ def _close(word: str, choices: list[str]) -> str | None:
 
 
 def _explain(code: str, i: int, model: str, p: dict, ens: str) -> Msg:
-    who = _step(i, model)
+    who = step_ref(i, model)
     if code == "dtype_mismatch":
-        return _m(
+        return msg(
             "dtype_mismatch",
             tensor=p["tensor"],
             first_model=p["first_model"],
@@ -345,13 +347,13 @@ def _explain(code: str, i: int, model: str, p: dict, ens: str) -> Msg:
         none = None
         for key, model in (("first_shape", "first_model"), ("second_shape", "second_model")):
             if not [d for d in p[key]] or p[key] == [-1] and p[model] == ens:
-                none = _m("shape_no_dims", model=p[model], tensor=p["tensor"])
-        return _m(
+                none = msg("shape_no_dims", model=p[model], tensor=p["tensor"])
+        return msg(
             "shape_mismatch",
             tensor=p["tensor"],
-            first_shape=_dims_str(p["first_shape"]),
+            first_shape=dims_str(p["first_shape"]),
             first_model=p["first_model"],
-            second_shape=_dims_str(p["second_shape"]),
+            second_shape=dims_str(p["second_shape"]),
             second_model=p["second_model"],
             step=who,
             none=none,
@@ -360,18 +362,18 @@ def _explain(code: str, i: int, model: str, p: dict, ens: str) -> Msg:
         kind = "input" if code == "map_to_missing_input" else "output"
         names = p[kind + "s"]
         hint = _close(p["key"], names)
-        rev = _m(f"map_key_is_{kind}_name", names=list(names))
+        rev = msg(f"map_key_is_{kind}_name", names=list(names))
         if p["tensor"] in names:  # the value is the step model's tensor: swapping key and value fixes it
-            rev = _m(f"map_{kind}_reversed", tensor=p["tensor"], map_key=p["key"])
+            rev = msg(f"map_{kind}_reversed", tensor=p["tensor"], map_key=p["key"])
         elif hint:
-            rev = _m("did_you_mean", hint=hint)
-        return _m(code, step=who, map_key=p["key"], model=model, hint=rev)
+            rev = msg("did_you_mean", hint=hint)
+        return msg(code, step=who, map_key=p["key"], model=model, hint=rev)
     if code == "unmapped_input":
-        return _m("unmapped_input", step=who, input=p["input"], model=model)
-    return _m("unexplained", step=who, code=code)
+        return msg("unmapped_input", step=who, input=p["input"], model=model)
+    return msg("unexplained", step=who, code=code)
 
 
-def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
+def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: Collector) -> None:
     """Shapes Triton never compares: it checks each use of a tensor against the first declaration
     only, so [4] and [5] both pass against a declared [-1] although they cannot both be right."""
     decls: dict[str, list[tuple[int, str, list[int], list[int]]]] = defaultdict(list)
@@ -380,7 +382,7 @@ def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
         b = scfg.max_batch_size > 0
         for kind, mp in (("input", s.input_map), ("output", s.output_map)):
             for key, tensor in mp.items():
-                io = _find_io(scfg, kind, key)
+                io = find_io(scfg, kind, key)
                 if io is not None:
                     decls[tensor].append(
                         (i, s.model_name, list(io.dims), ([-1] if b else []) + list(io.dims))
@@ -389,18 +391,18 @@ def _warn_hidden_mismatches(e: ModelEntry, repo: Repo, c: _Collector) -> None:
         for a in range(len(ds)):
             for b in range(a + 1, len(ds)):
                 (i, m1, d1, f1), (j, m2, d2, f2) = ds[a], ds[b]
-                if not _compare_dims(d1, d2) and not _compare_dims(f1, f2):
+                if not compare_dims(d1, d2) and not compare_dims(f1, f2):
                     c.warning(
                         "hidden_shape_mismatch",
-                        _m(
+                        msg(
                             "hidden_shape_mismatch",
                             tensor=tensor,
-                            first=_step(i, m1),
-                            first_shape=_dims_str(f1),
-                            second=_step(j, m2),
-                            second_shape=_dims_str(f2),
+                            first=step_ref(i, m1),
+                            first_shape=dims_str(f1),
+                            second=step_ref(j, m2),
+                            second_shape=dims_str(f2),
                         ),
-                        line=e.line(*_step_path(j)),
+                        line=e.line(*step_path(j)),
                         tensor=tensor,
                         first_step=i,
                         second_step=j,

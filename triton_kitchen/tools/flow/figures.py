@@ -13,7 +13,7 @@ from triton_kitchen.core.lessons import t as _t
 from triton_kitchen.tools import trace
 from triton_kitchen.tools.diagram import compute_layout, point_along
 from triton_kitchen.tools.flow.run import FlowRun
-from triton_kitchen.tools.flow.timeline import Frame, _protocol_name, frames, tensor_label
+from triton_kitchen.tools.flow.timeline import Frame, frames, protocol_name, tensor_label
 
 SPEEDS = {"slow": 400, "normal": 150, "fast": 50}  # display ms per frame
 STATE_COLORS = {
@@ -58,7 +58,7 @@ def animation_title(run: FlowRun, lang: str = "zh") -> str:
         model=run.dag.name,
         source=_source_label(run, lang),
         ms=run.timeline.server_ms,
-        proto=_protocol_name(run.timeline.protocol, lang),
+        proto=protocol_name(run.timeline.protocol, lang),
     )
 
 

@@ -212,7 +212,7 @@ def recorded(path: Path | str = RECORDED_TRACE, repo: Path | str = DEFAULT_REPOS
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     runs = []
     for item in data["timelines"]:
-        tl = trace.RequestTimeline.from_dict(item)
+        tl = trace.timeline_from_dict(item)
         tl.source = "recorded"
         run = attach(build_dag(tl.model, repo, validate=False), tl)
         run.shapes.update({k: list(v) for k, v in item.get("shapes", {}).items()})

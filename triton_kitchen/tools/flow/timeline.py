@@ -193,7 +193,7 @@ def caption(run: FlowRun, fr: Frame, hop_list: list[Hop], lang: str) -> str:
     if not parts:
         root = tl.root.timestamps
         if fr.t_ns < tl.root.start_ns:
-            parts.append(_t("lab_flow.cap_sending", lang, proto=_protocol_name(tl.protocol, lang)))
+            parts.append(_t("lab_flow.cap_sending", lang, proto=protocol_name(tl.protocol, lang)))
         elif fr.t_ns >= root.get(trace.INFER_RESPONSE_COMPLETE, tl.root.end_ns):
             parts.append(_t("lab_flow.cap_done", lang, outputs=", ".join(run.dag.outputs)))
         else:
@@ -203,7 +203,7 @@ def caption(run: FlowRun, fr: Frame, hop_list: list[Hop], lang: str) -> str:
     return f"{ms:7.3f} ms · " + " · ".join(parts)
 
 
-def _protocol_name(protocol: str | None, lang: str) -> str:
+def protocol_name(protocol: str | None, lang: str) -> str:
     """ "grpc" -> "gRPC", "http" -> "HTTP" (the UI strings' [protocol] table)."""
     name = _t(f"protocol.{protocol or '?'}", lang)
     return name if not name.startswith("protocol.") else (protocol or "?")

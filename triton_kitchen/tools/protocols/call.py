@@ -77,7 +77,7 @@ def _not_utf8(array: np.ndarray) -> bool:
     return False
 
 
-def _grpc_kind(exc: InferenceServerException) -> str:
+def grpc_kind(exc: InferenceServerException) -> str:
     status = (exc.status() or "").upper()
     if "DEADLINE" in status:
         return "timeout"
@@ -247,7 +247,7 @@ class Caller:
             )
         except grpc.RpcError as rpc_error:
             exc = grpc_utils.get_error_grpc(rpc_error)
-            kind = _grpc_kind(exc)
+            kind = grpc_kind(exc)
             if kind != "server":
                 self.close()
             raise ProtocolError(exc.message() or str(exc), kind) from exc

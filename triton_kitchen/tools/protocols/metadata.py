@@ -11,7 +11,7 @@ from tritonclient.utils import InferenceServerException, triton_to_np_dtype
 from triton_kitchen.core import kserve
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.samples import image_tensor, sample_jpeg
-from triton_kitchen.tools.protocols.call import DEFAULT_TIMEOUT_S, ProtocolError, _grpc_kind, check_protocol
+from triton_kitchen.tools.protocols.call import DEFAULT_TIMEOUT_S, ProtocolError, check_protocol, grpc_kind
 
 # KServeError codes -> ProtocolError kinds (Triton answered with an error, or not JSON: "server")
 _KSERVE_KINDS = {"connection": "connection", "timeout": "timeout"}
@@ -49,7 +49,7 @@ def model_info(
             meta = client.get_model_metadata(model, as_json=True, client_timeout=timeout)
             config = client.get_model_config(model, as_json=True, client_timeout=timeout).get("config", {})
         except InferenceServerException as exc:
-            raise ProtocolError(exc.message() or str(exc), _grpc_kind(exc)) from exc
+            raise ProtocolError(exc.message() or str(exc), grpc_kind(exc)) from exc
         finally:
             client.close()
     else:

@@ -36,6 +36,7 @@ from triton_kitchen.tools.trace.parse import (
     merge_records,
     parse_records,
     read_json_array,
+    timeline_from_dict,
     trace_files,
 )
 from triton_kitchen.tools.trace.statistics import (
@@ -71,6 +72,7 @@ __all__ = [
     "model_statistics",
     "overlap_ns",
     "parse_records",
+    "timeline_from_dict",
     "read_json_array",
     "statistics_after",
     "statistics_timeline",

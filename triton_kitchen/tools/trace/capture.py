@@ -23,7 +23,7 @@ from triton_kitchen.tools.trace.parse import parse_records, read_json_array, tra
 Target = Endpoint | str  # kserve's: an Endpoint, or an HTTP host:port
 
 # One capture at a time: tracing is switched on and off per model, app-wide.
-_capture_lock = threading.Lock()
+capture_lock = threading.Lock()
 
 
 def as_target(target) -> Target:
@@ -69,12 +69,12 @@ def capture_many(
 ) -> tuple[Any, list[RequestTimeline]]:
     """Like :func:`capture` for a ``send`` that makes ``expect`` requests to ``model`` (concurrent ones, say)."""
     target = as_target(target)
-    with _capture_lock:
+    with capture_lock:
         settings = kserve.trace_settings(target, model, headers)
         base = Path(str(settings.get("trace_file") or ""))
         if not local or not str(base) or not base.parent.is_dir():
             raise TraceError("not_local", f"trace file {base} is not readable from here")
-        known = _signatures(base)
+        known = file_signatures(base)
         on = {"trace_level": ["TIMESTAMPS"], "trace_rate": "1", "log_frequency": "1", "trace_count": "-1"}
         # what was in force before, put back afterwards (a teacher's own tracing stays as it was)
         before = {k: settings[k] for k in on if settings.get(k) not in (None, "", [])}
@@ -91,7 +91,7 @@ def capture_many(
         deadline = time.monotonic() + timeout_s
         found: dict[int, RequestTimeline] = {}
         while True:
-            for tl in _find_new(base, known, model, t0, t1):
+            for tl in find_new(base, known, model, t0, t1):
                 found.setdefault(tl.root.trace_id, tl)
             if len(found) >= expect:
                 out = sorted(found.values(), key=lambda tl: tl.root.start_ns)
@@ -123,7 +123,7 @@ def traced_call(endpoint: Endpoint, model: str, arrays: dict[str, np.ndarray], p
     return result, tl
 
 
-def _signatures(base: Path) -> dict[str, tuple[int, int]]:
+def file_signatures(base: Path) -> dict[str, tuple[int, int]]:
     """File name -> (mtime_ns, size) of the trace files there now."""
     out = {}
     for f in trace_files(base):
@@ -135,7 +135,7 @@ def _signatures(base: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _find_new(
+def find_new(
     base: Path, known: dict[str, tuple[int, int]], model: str, t0: int, t1: int
 ) -> list[RequestTimeline]:
     """Traces of ``model`` that started in [t0, t1], in files written since ``known`` was taken.

@@ -246,30 +246,6 @@ class RequestTimeline:
             "triton_records": list(self.records),
         }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RequestTimeline:
-        """Back from :meth:`to_dict`; when Triton's own records are there, the tree is parsed from them."""
-        from triton_kitchen.tools.trace.parse import parse_records  # parse builds on this module
-
-        records = list(data.get("triton_records") or [])
-        parsed = parse_records(records) if records else []
-        root = parsed[0].root if parsed else StepTrace.from_dict(data["root"])
-        if parsed:  # keep the step assignment that was saved
-            saved = {c["id"]: c.get("step") for c in data["root"].get("children", [])}
-            for child in root.children:
-                child.step = saved.get(child.trace_id)
-        return cls(
-            root=root,
-            records=records,
-            source=str(data.get("source", "trace")),
-            protocol=data.get("protocol"),
-            client_start_ns=data.get("client_start_ns"),
-            client_end_ns=data.get("client_end_ns"),
-            request_bytes=data.get("request_bytes"),
-            response_bytes=data.get("response_bytes"),
-            note=str(data.get("note", "")),
-        )
-
 
 def overlap_ns(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
     """Total time intervals of ``a`` and ``b`` run at once (each list's intervals assumed disjoint)."""

@@ -106,3 +106,25 @@ def assign_steps(
         best = min(candidates, key=ready)
         child.step = best
         done[best] = child
+
+
+def timeline_from_dict(data: dict[str, Any]) -> RequestTimeline:
+    """Back from :meth:`RequestTimeline.to_dict`; when Triton's own records are there, the tree is parsed from them."""
+    records = list(data.get("triton_records") or [])
+    parsed = parse_records(records) if records else []
+    root = parsed[0].root if parsed else StepTrace.from_dict(data["root"])
+    if parsed:  # keep the step assignment that was saved
+        saved = {c["id"]: c.get("step") for c in data["root"].get("children", [])}
+        for child in root.children:
+            child.step = saved.get(child.trace_id)
+    return RequestTimeline(
+        root=root,
+        records=records,
+        source=str(data.get("source", "trace")),
+        protocol=data.get("protocol"),
+        client_start_ns=data.get("client_start_ns"),
+        client_end_ns=data.get("client_end_ns"),
+        request_bytes=data.get("request_bytes"),
+        response_bytes=data.get("response_bytes"),
+        note=str(data.get("note", "")),
+    )
