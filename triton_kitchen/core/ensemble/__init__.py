@@ -16,10 +16,12 @@ a shape that only matches without the batch dimension); they never change the ve
 Conventions (as in Triton): the key of ``input_map``/``output_map`` is the step model's
 tensor, the value the ensemble tensor; ``model_version`` omitted is 0, not -1.
 
-Layout (imports run one way, top to bottom): ``problems`` (:class:`Problem`, :class:`Msg`, shared helpers),
-``data_flow`` (tensors inside one ensemble), ``model_rules`` (one config on its own), ``validate`` (the
-public checks and the rules that need the step models), ``dag`` (:class:`Dag`, :func:`build_dag`),
-``memory`` (:func:`inflight_memory`).  Import from ``triton_kitchen.core.ensemble``; the modules are its parts.
+Layout (imports run one way, top to bottom): ``problems`` (:class:`Problem`, :class:`Msg`, the rule-writing
+API :class:`Collector` and :func:`msg`, shared helpers), ``autofill`` (what Triton fills in before checking),
+``config_rules`` (one config's field rules), ``tensor_nodes`` (each ensemble tensor's producer and consumers),
+``data_flow`` (tensors inside one ensemble), ``model_rules`` (one config on its own), ``validate`` (the public
+checks and the rules that need the step models), ``dag`` (:class:`Dag`, :func:`build_dag`), ``memory``
+(:func:`inflight_memory`). Import from ``triton_kitchen.core.ensemble``; the modules are its parts.
 """
 
 from __future__ import annotations
