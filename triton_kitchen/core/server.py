@@ -102,6 +102,10 @@ def server_environment() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *site_dirs, env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )
+    # The stub's embedded Python finds its prefix (and so a venv's site-packages) through the `python3` on PATH,
+    # not through PYTHONPATH alone: without this, `.venv/bin/python app.py` from an unactivated shell gave the
+    # models the base interpreter's packages (numpy 2, no onnxruntime).
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
