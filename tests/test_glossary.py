@@ -21,9 +21,6 @@ TERMS = GLOSSARY["term"]
 TEMPLATES = GLOSSARY["templates"]
 ROOT = lessons.LESSONS_DIR.parent
 
-# Quiz banks are being rewritten to the glossary by other hands; until they are done, their check reports but
-# does not fail the run.
-QUIZ_PENDING = pytest.mark.xfail(strict=False, reason="the zh quiz banks are being rewritten to the glossary")
 TEMPLATES_PENDING = pytest.mark.xfail(
     strict=False, reason="the quiz notes are being rewritten without templates"
 )
@@ -124,7 +121,6 @@ def test_handouts_use_the_glossary(chapter):
     assert not hits, report(hits)
 
 
-@QUIZ_PENDING
 @pytest.mark.parametrize("chapter", lessons.CHAPTERS)
 def test_quizzes_use_the_glossary(chapter):
     hits = check(toml_strings(lessons.quiz_path(chapter, "zh")))
@@ -193,7 +189,6 @@ def test_no_bare_address_in_lessons_and_ui():
     assert not hits, hits
 
 
-@QUIZ_PENDING
 @pytest.mark.parametrize("chapter", lessons.CHAPTERS)
 def test_no_address_swallows_chinese_in_quizzes(chapter):
     hits = [
@@ -202,7 +197,6 @@ def test_no_address_swallows_chinese_in_quizzes(chapter):
     assert not hits, hits
 
 
-@QUIZ_PENDING
 @pytest.mark.parametrize("lang", lessons.LANGS)
 def test_no_bare_address_in_quizzes(lang):
     texts = [item for ch in lessons.CHAPTERS for item in toml_strings(lessons.quiz_path(ch, lang))]
