@@ -20,10 +20,11 @@ def _attempt(a: breakit.Attempt) -> None:
     if "held" in a.detail:
         st.caption(t("lab_break.held", dtype=a.detail["dtype"], held=a.detail["held"]))
     code = f"[{a.code}] " if a.code and a.code != "OK" else ""
+    said = t(f"lab_break.got_{a.got_key}", **a.got) if a.got_key else a.message  # an error stays as raised
     if a.ok:
-        st.success(code + a.message, icon="✅")
+        st.success(code + said, icon="✅")
     elif a.kind == "np_bytes":  # no error at all: the value arrived shortened, silently
-        st.warning(t("lab_break.silent", message=a.message), icon="⚠️")
+        st.warning(t("lab_break.silent", message=said), icon="⚠️")
     else:
         st.error(t("lab_break.raised", message=code + a.message), icon="⛔")
 

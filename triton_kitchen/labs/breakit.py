@@ -75,6 +75,10 @@ class Attempt:
     message: str
     code: str = ""  # gRPC status code or HTTP status, when there is one
     detail: dict[str, Any] = field(default_factory=dict)
+    # what came back, in the reader's words: a ``[lab_break] got_<key>`` message and its values (``message`` then
+    # holds the same in plain English, for logs and tests)
+    got_key: str = ""
+    got: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -133,7 +137,8 @@ def _plain_grpc(endpoint: Endpoint, req, options=None) -> tuple[Attempt, int]:
         except grpc.RpcError as exc:
             return Attempt(kind, False, exc.details() or str(exc), exc.code().name), 0
     size = reply.ByteSize()
-    return Attempt(kind, True, f"{size} bytes", "OK", {"reply_bytes": size}), size
+    attempt = Attempt(kind, True, f"{size} bytes", "OK", {"reply_bytes": size}, "size", {"n": size})
+    return attempt, size
 
 
 def _successes(endpoint: Endpoint, model: str) -> int:
@@ -158,7 +163,15 @@ def grpc_limit(endpoint: Endpoint) -> CaseResult:
         inp.set_data_from_numpy(x)
         result = client.infer(HFLIP, [inp], client_timeout=TIMEOUT_S)
         out = result.as_numpy("mirrored")
-        fixed_client = Attempt("tritonclient", True, f"mirrored {list(out.shape)}, {out.nbytes} bytes", "OK")
+        got = {"shape": list(out.shape), "n": out.nbytes}
+        fixed_client = Attempt(
+            "tritonclient",
+            True,
+            f"mirrored {got['shape']}, {got['n']} bytes",
+            "OK",
+            got_key="mirrored",
+            got=got,
+        )
     except Exception as exc:  # noqa: BLE001 - the client's own error, shown as it is
         fixed_client = Attempt("tritonclient", False, _exc_text(exc))
     finally:
@@ -243,7 +256,10 @@ def _echo_attempt(endpoint: Endpoint, kind: str, value: np.ndarray) -> Attempt:
     except Exception as exc:  # noqa: BLE001 - the client's (or server's) real error
         return Attempt(kind, False, _exc_text(exc), detail=detail)
     detail["received"] = repr(got)
-    return Attempt(kind, got == NUL_TEXT, f"{len(got)} bytes: {got!r}", detail=detail)
+    words = {"n": len(got), "value": repr(got)}
+    return Attempt(
+        kind, got == NUL_TEXT, f"{len(got)} bytes: {got!r}", detail=detail, got_key="value", got=words
+    )
 
 
 def bytes_nul(endpoint: Endpoint) -> CaseResult:
