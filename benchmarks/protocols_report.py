@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
-from triton_kitchen.tools import bench, bench_figures, perf_analyzer, protocols  # noqa: E402
+from triton_kitchen.tools import bench, bench_figures, load, perf_analyzer, protocols  # noqa: E402
 
 MODELS = ("ensemble_pipeline", "image_classifier")
 CONCURRENCIES = (1, 4, 16)
@@ -224,8 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             for p in protocols.PROTOCOLS:
                 for c in CONCURRENCIES:
-                    r = bench.run_bench(
-                        endpoint,
+                    spec = load.LoadSpec(
                         model,
                         p,
                         c,
@@ -233,9 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                         inputs=arrays,
                         output_names=outputs,
                         warmup_s=args.warmup,
-                        count_wire=False,
                         max_requests=None,
                     )
+                    r = bench.run_bench(endpoint, spec)
                     results.append(r)
                     print(
                         f"{model:18s} {p:11s} c={c:<2d} {r.throughput_rps:7.1f} req/s  "
@@ -253,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             for p, c in cells:
                 try:
                     check = perf_analyzer.cross_check(
-                        endpoint, model, p, c, duration_s=args.check_duration, rounds=args.check_rounds
+                        endpoint, load.LoadSpec(model, p, c, args.check_duration), rounds=args.check_rounds
                     )
                 except perf_analyzer.PerfAnalyzerError as exc:
                     check = {

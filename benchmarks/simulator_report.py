@@ -31,6 +31,7 @@ from triton_kitchen.tools import (
     calibration,  # noqa: E402
 )
 from triton_kitchen.tools.bench import run_bench  # noqa: E402
+from triton_kitchen.tools.load import LoadSpec  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -81,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def measure(settings, concurrency=None, rate=None) -> None:
             cal = calibrated(settings.instance_count)
-            r = run_bench(
-                ep,
+            spec = LoadSpec(
                 override.MODEL,
                 "grpc",
                 concurrency or 8,
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 request_rate=rate,
                 server_side=True,
             )
+            r = run_bench(ep, spec)
             sim = calibration.predict(cal, settings, concurrency=concurrency, rate_rps=rate)
             real_batch = r.server.total.mean_batch if r.server else None
             rows.append(

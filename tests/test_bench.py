@@ -15,6 +15,7 @@ from triton_kitchen.__main__ import main
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.tools import bench as B
 from triton_kitchen.tools import perf_analyzer
+from triton_kitchen.tools.load import LoadSpec
 from triton_kitchen.tools.protocols import CountingProxy, make_caller, sample_inputs
 
 
@@ -49,8 +50,7 @@ def hanging_endpoint():
 def test_bench_measures_and_counts_bytes(server, pipeline_inputs):
     arrays, outputs = pipeline_inputs
     seen = []
-    r = B.run_bench(
-        server.endpoint,
+    spec = LoadSpec(
         "ensemble_pipeline",
         "grpc",
         concurrency=2,
@@ -58,9 +58,9 @@ def test_bench_measures_and_counts_bytes(server, pipeline_inputs):
         inputs=arrays,
         output_names=outputs,
         warmup_s=0.2,
-        progress=seen.append,
         count_wire=True,
     )
+    r = B.run_bench(server.endpoint, spec, progress=seen.append)
     assert r.errors == 0 and r.requests > 0 and r.stop_reason == "duration"
     assert r.throughput_rps == pytest.approx(r.requests / r.window_s)
     assert r.latency_ms["p50"] <= r.latency_ms["p90"] <= r.latency_ms["p99"]
@@ -94,8 +94,7 @@ def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inp
     monkeypatch.setattr(CountingProxy, "start", spy_start)
     for protocol in ("http-binary", "grpc"):
         addresses.clear(), proxy_starts.clear(), reports.clear()
-        r = B.run_bench(
-            server.endpoint,
+        spec = LoadSpec(
             "ensemble_pipeline",
             protocol,
             concurrency=3,
@@ -106,16 +105,15 @@ def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inp
             output_names=outputs,
             warmup_s=0.1,
             count_wire=True,
-            progress=lambda p: reports.append(time.perf_counter()),
         )
+        r = B.run_bench(server.endpoint, spec, progress=lambda p: reports.append(time.perf_counter()))
         assert r.requests > 0 and r.errors == 0
         assert addresses == [None] * 3, addresses  # one direct connection per worker
         assert len(proxy_starts) == 1 and proxy_starts[0] > reports[-1], (proxy_starts, reports[-1])
         assert r.wire_counted == B.WIRE_SEPARATE_PASS and r.wire_bytes_sent > r.request_bytes
 
         addresses.clear(), proxy_starts.clear()
-        r = B.run_bench(
-            server.endpoint,
+        spec = LoadSpec(
             "ensemble_pipeline",
             protocol,
             concurrency=2,
@@ -123,15 +121,15 @@ def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inp
             inputs=arrays,
             output_names=outputs,
             warmup_s=0,
-        )  # the default: bytes not counted
+        )
+        r = B.run_bench(server.endpoint, spec)  # the default: bytes not counted
         assert addresses == [None] * 2 and proxy_starts == []
         assert r.wire_counted == B.WIRE_NOT_COUNTED and r.wire is None and r.wire_bytes_sent is None
 
 
 def test_request_cap_and_stop_event(server, pipeline_inputs):
     arrays, outputs = pipeline_inputs
-    r = B.run_bench(
-        server.endpoint,
+    spec = LoadSpec(
         "ensemble_pipeline",
         "http-binary",
         concurrency=2,
@@ -140,15 +138,14 @@ def test_request_cap_and_stop_event(server, pipeline_inputs):
         inputs=arrays,
         output_names=outputs,
         warmup_s=0,
-        count_wire=False,
     )
+    r = B.run_bench(server.endpoint, spec)
     assert r.stop_reason == "requests" and r.requests == 6 and r.errors == 0
     assert r.wire_bytes_sent is None and r.wire_counted == B.WIRE_NOT_COUNTED
 
     stop = threading.Event()
     t0 = time.perf_counter()
-    r = B.run_bench(
-        server.endpoint,
+    spec = LoadSpec(
         "ensemble_pipeline",
         "grpc",
         concurrency=2,
@@ -156,21 +153,22 @@ def test_request_cap_and_stop_event(server, pipeline_inputs):
         inputs=arrays,
         output_names=outputs,
         warmup_s=0,
-        stop=stop,
-        progress=lambda p: stop.set(),
     )
+    r = B.run_bench(server.endpoint, spec, stop=stop, progress=lambda p: stop.set())
     assert r.stop_reason == "stopped"
     assert time.perf_counter() - t0 < 5
 
 
-def test_limits_are_checked():
-    ep = Endpoint("127.0.0.1:1", "127.0.0.1:1")
-    with pytest.raises(ValueError):
-        B.run_bench(ep, "m", "grpc", concurrency=B.MAX_CONCURRENCY + 1, duration_s=1)
-    with pytest.raises(ValueError):
-        B.run_bench(ep, "m", "grpc", duration_s=B.MAX_DURATION_S + 1)
-    with pytest.raises(ValueError):
-        B.run_bench(ep, "m", "carrier-pigeon", duration_s=1)
+@pytest.mark.parametrize("protocol", ["http-binary", "grpc"])
+def test_a_failed_request_is_counted_with_its_code(protocol):
+    """A worker's failed call is a record (``code: message``), not a crashed worker thread."""
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        addr = f"127.0.0.1:{s.getsockname()[1]}"  # closed when the block ends: nobody listens there
+    arrays = {"input_image": np.zeros((1, 3, 224, 224), np.float32)}
+    spec = LoadSpec("m", protocol, 2, 0.3, max_requests=20, inputs=arrays, warmup_s=0, server_side=False)
+    r = B.run_bench(Endpoint(addr, addr), spec)
+    assert r.requests == r.errors > 0 and r.throughput_rps == 0
+    assert r.error_messages and all(m.startswith("connection: ") for m in r.error_messages), r.error_messages
 
 
 @pytest.mark.parametrize("protocol", ["http-binary", "grpc"])
@@ -180,8 +178,7 @@ def test_bench_stops_in_time_against_a_server_that_hangs(hanging_endpoint, proto
     arrays = {"input_image": np.zeros((1, 3, 224, 224), np.float32)}
     for inputs in (None, arrays):  # None: even the metadata request hangs
         t0 = time.perf_counter()
-        r = B.run_bench(
-            hanging_endpoint,
+        spec = LoadSpec(
             "ensemble_pipeline",
             protocol,
             concurrency=4,
@@ -192,6 +189,7 @@ def test_bench_stops_in_time_against_a_server_that_hangs(hanging_endpoint, proto
             warmup_s=0.2,
             grace_s=0.5,
         )
+        r = B.run_bench(hanging_endpoint, spec)
         elapsed = time.perf_counter() - t0
         assert elapsed < limit + 0.5, elapsed
         assert r.requests == 0 and r.throughput_rps == 0
@@ -305,12 +303,10 @@ def test_cli_reports_a_dead_server(capsys):
 def test_sweep_rows_as_csv(server):
     results = B.sweep(
         server.endpoint,
-        "image_classifier",
+        # a request or more at concurrency 1 on two loaded cores
+        LoadSpec("image_classifier", duration_s=1.5, warmup_s=0.1),
         protocols=("http-binary", "grpc"),
         concurrencies=(1, 2),
-        duration_s=1.5,  # a request or more at concurrency 1 on two loaded cores
-        warmup_s=0.1,
-        count_wire=False,
     )
     assert [(r.protocol, r.concurrency) for r in results] == [
         ("http-binary", 1),
@@ -349,7 +345,9 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
     checks = []
     for _ in range(3):
         check = perf_analyzer.cross_check(
-            server.endpoint, "ensemble_pipeline", "http-binary", concurrency=2, duration_s=2, rounds=2
+            server.endpoint,
+            LoadSpec("ensemble_pipeline", "http-binary", concurrency=2, duration_s=2),
+            rounds=2,
         )
         checks.append(check)
         if check["agree"]:

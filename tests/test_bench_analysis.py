@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.server import free_port
 from triton_kitchen.tools import bench as B
 from triton_kitchen.tools import stability
+from triton_kitchen.tools.load import LoadSpec
 
 pytestmark = pytest.mark.timing  # wall-clock figures: run alone (README: tests)
 
 
 def test_closed_loop_result_carries_the_server_breakdown_and_littles_law(server):
-    r = B.run_bench(server.endpoint, "classifier", "grpc", concurrency=2, duration_s=1.5, warmup_s=0.5)
+    r = B.run_bench(
+        server.endpoint, LoadSpec("classifier", "grpc", concurrency=2, duration_s=1.5, warmup_s=0.5)
+    )
     assert r.errors == 0 and r.throughput_rps > 0
     total = r.server.total
     # the statistics window brackets the client's window: the same requests, give or take those in flight
@@ -33,41 +38,21 @@ def test_open_loop_below_saturation_throughput_is_the_offered_rate(server):
     # hflip (a Python mirror) answers in milliseconds: 15 requests/s stays far below its capacity on a loaded
     # machine too, so the run measures the open-loop schedule, not the classifier's limit (about 11/s measured
     # under a parallel test run)
-    r = B.run_bench(
-        server.endpoint,
-        "hflip",
-        "grpc",
-        concurrency=4,
-        duration_s=2.0,
-        warmup_s=0.3,
-        request_rate=15,
-        server_side=False,
+    open_loop = LoadSpec(
+        "hflip", "grpc", concurrency=4, duration_s=2.0, warmup_s=0.3, request_rate=15, server_side=False
     )
+    r = B.run_bench(server.endpoint, open_loop)
     assert r.errors == 0
     assert r.throughput_rps == pytest.approx(15, rel=0.2)
     law = r.littles_law()
     assert "arrival_rate_rps" in law and law["mean_in_flight"] < 4
-    poisson = B.run_bench(
-        server.endpoint,
-        "hflip",
-        "grpc",
-        concurrency=4,
-        duration_s=2.0,
-        warmup_s=0.3,
-        request_rate=15,
-        distribution="poisson",
-        server_side=False,
-    )
+    poisson = B.run_bench(server.endpoint, replace(open_loop, distribution="poisson"))
     assert poisson.throughput_rps == pytest.approx(15, rel=0.4)
-    with pytest.raises(ValueError):
-        B.run_bench(server.endpoint, "classifier", request_rate=0)
-    with pytest.raises(ValueError):
-        B.run_bench(server.endpoint, "classifier", request_rate=10, distribution="uniform")
 
 
 def test_stable_runs_merge_their_last_three_windows(server):
     merged, st = stability.run_stable(
-        server.endpoint, "classifier", "grpc", concurrency=2, window_s=0.6, max_windows=4
+        server.endpoint, LoadSpec("classifier", "grpc", concurrency=2, duration_s=0.6), max_windows=4
     )
     assert 3 <= len(st.windows) <= 4 or not st.stable
     assert set(st.spread) == {"throughput", "latency"}
@@ -84,7 +69,7 @@ def test_without_a_statistics_api_the_run_still_measures_and_says_why(server):
     _, inputs = __import__("triton_kitchen.tools.protocols", fromlist=["sample_inputs"]).sample_inputs(
         server.endpoint, "classifier", "grpc"
     )
-    r = B.run_bench(ep, "classifier", "grpc", concurrency=1, duration_s=0.5, warmup_s=0.1, inputs=inputs)
+    r = B.run_bench(ep, LoadSpec("classifier", "grpc", duration_s=0.5, warmup_s=0.1, inputs=inputs))
     assert r.throughput_rps > 0 and r.server is None
     assert "statistics" in r.server_note
     assert r.analysis()["server"] is None

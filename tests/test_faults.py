@@ -23,6 +23,7 @@ from triton_kitchen.core import budget, lessons, override
 from triton_kitchen.core.override import BatchingError
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, free_port
 from triton_kitchen.tools import batch_runs, bench
+from triton_kitchen.tools.load import LoadSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -264,8 +265,7 @@ def test_bench_against_a_server_killed_mid_run(small):
     killer = threading.Timer(1.0, kill_triton, args=(small,))
     killer.start()
     t0 = time.monotonic()
-    r = bench.run_bench(
-        ep,
+    spec = LoadSpec(
         "classifier",
         "grpc",
         concurrency=4,
@@ -274,8 +274,8 @@ def test_bench_against_a_server_killed_mid_run(small):
         grace_s=2.0,
         inputs=batch_runs.classifier_inputs(),
         output_names=["logits"],
-        count_wire=False,
     )
+    r = bench.run_bench(ep, spec)
     took = time.monotonic() - t0
     killer.join()
     assert took <= 0.2 + 3.0 + 2.0 + 0.5, f"run_bench took {took:.1f} s"

@@ -13,6 +13,7 @@ from triton_kitchen.cli import main as cli
 from triton_kitchen.core import kserve
 from triton_kitchen.core.server import free_port
 from triton_kitchen.tools import bench
+from triton_kitchen.tools.load import LoadSpec
 from triton_kitchen.tools.protocols import Caller, ProtocolError, ShmCaller, make_caller, sample_inputs
 from triton_kitchen.tools.protocols.shm import leftover_regions
 
@@ -113,8 +114,8 @@ def test_ctrl_c_during_a_run_unregisters_every_worker_region(server, arrays, pro
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        bench.run_bench(server.endpoint, MODEL, protocol, 4, 20.0, inputs=arrays, progress=interrupt,
-                        progress_every_s=0.05, server_side=False)  # fmt: skip
+        spec = LoadSpec(MODEL, protocol, 4, 20.0, inputs=arrays, server_side=False)
+        bench.run_bench(server.endpoint, spec, progress=interrupt, progress_every_s=0.05)
     assert len(seen[-1]) == 4  # four regions were registered when it was interrupted
     _nothing_left(server)
 

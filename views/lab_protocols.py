@@ -11,14 +11,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import catalog
-from triton_kitchen.tools import bench, bench_figures, perf_analyzer, protocols
+from triton_kitchen.tools import bench, bench_figures, load, perf_analyzer, protocols
 from ui import batching_why, boxes, classroom, errors, i18n, server, tables
 from ui.charts import token_arrivals
 from ui.i18n import protocol_label, protocol_labeller, t
 from ui.image_picker import pick_image
 
 COLORS = bench_figures.PROTOCOL_COLORS
-WIRE_CALLS = 3  # calls per protocol in the load tab's separate byte-counting pass
+WIRE_CALLS = bench.COMPARE_WIRE_CALLS  # calls per protocol in the load tab's separate byte-counting pass
 
 st.title(t("lab_protocols.title"))
 st.caption(t("lab_protocols.intro"))
@@ -243,19 +243,6 @@ def _bench_table(
     st.caption(t("lab_protocols.table_note"))
 
 
-def _count_wire(arrays: dict, protocols_run: list[str]) -> dict[str, tuple[float, float]]:
-    """Wire bytes per call, counted after the timed runs in a short pass through the byte-counting proxy,
-    so the proxy's extra hops and threads are never in the timed path (review §2.7)."""
-    counted = {}
-    for p in protocols_run:
-        try:
-            m = protocols.measure_protocol(ep, p, model, arrays, calls=WIRE_CALLS, compression=compression)
-        except protocols.ProtocolError:
-            continue  # the timed run already reported what went wrong
-        counted[p] = (m.wire_sent_per_call, m.wire_received_per_call)
-    return counted
-
-
 # -- bounded load --------------------------------------------------------------------------------------
 def _load_tab() -> None:
     """A bounded load per protocol: latency spread, throughput, wire bytes (counted in a pass of their own)."""
@@ -274,7 +261,7 @@ def _load_tab() -> None:
     conc = l2.slider(
         t("lab_protocols.concurrency"),
         1,
-        bench.MAX_CONCURRENCY,
+        load.MAX_CONCURRENCY,
         4,
         key="proto_load_c",
         persist_state="session",
@@ -283,12 +270,12 @@ def _load_tab() -> None:
     cap = l4.number_input(
         t("lab_protocols.max_requests"),
         1,
-        bench.MAX_REQUESTS,
+        load.MAX_REQUESTS,
         2000,
         key="proto_load_cap",
         persist_state="session",
     )
-    st.caption(t("lab_protocols.limits", c=bench.MAX_CONCURRENCY))
+    st.caption(t("lab_protocols.limits", c=load.MAX_CONCURRENCY))
     st.caption(t("lab_protocols.shm_note" if ep and ep.embedded else "lab_protocols.shm_local_only"))
     if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
         st.caption(t("lab_protocols.shm_no_compression"))
@@ -297,44 +284,39 @@ def _load_tab() -> None:
         t("lab_protocols.run_load"), type="primary", key="proto_load_run", disabled=not chosen
     )
     if go_load:
-        results = []
-        wire: dict[str, tuple[float, float]] = {}
+        loaded = bench.LoadComparison([], {})
         stop = threading.Event()
         watch = server.server_watch(stop)  # a dead server ends the run at once
 
-        def _load() -> None:
+        def _bar(protocol: str):  # drawn as that protocol's run begins
+            bar = _progress_bar(protocol)
+            return lambda pr: (watch(), bar(pr))
+
+        def _load() -> bench.LoadComparison:
             info, arrays = _inputs()
-            for p in chosen:
-                if stop.is_set():
-                    break
-                bar = _progress_bar(p)
-                r = bench.run_bench(
-                    ep,
-                    model,
-                    p,
-                    conc,
-                    float(dur),
-                    max_requests=int(cap),
-                    inputs=arrays,
-                    output_names=[o.name for o in info.outputs],
-                    compression=compression,
-                    count_wire=False,
-                    stop=stop,
-                    progress=lambda pr, bar=bar: (watch(), bar(pr)),
-                )
-                results.append(r)
-            if not stop.is_set():
-                wire.update(_count_wire(arrays, [r.protocol for r in results]))
+            spec = load.LoadSpec(
+                model,
+                concurrency=conc,
+                duration_s=float(dur),
+                max_requests=int(cap),
+                compression=compression,
+                inputs=arrays,
+                output_names=[o.name for o in info.outputs],
+            )
+            return bench.compare_load(ep, spec, chosen, stop=stop, progress_for=_bar)
 
         try:
             with _other_tabs_wait():
-                server.lab_run(conc, _load)  # the app-wide worker budget: one student cannot starve the class
+                # the app-wide worker budget: one student cannot starve the class
+                done = server.lab_run(conc, _load)
+            if done is not server.BUSY:
+                loaded = done
         except protocols.ProtocolError as exc:
             _error(exc)
         server.say_if_stopped_by_death()
-        st.session_state["proto_load"] = results
-        st.session_state["proto_load_wire"] = wire
-        classroom.record_protocol_runs(results)
+        st.session_state["proto_load"] = loaded.results
+        st.session_state["proto_load_wire"] = {p: (w.sent, w.received) for p, w in loaded.wire.items()}
+        classroom.record_protocol_runs(loaded.results)
     results = st.session_state.get("proto_load") or []
     load_wire = st.session_state.get("proto_load_wire") or {}
     if results:
@@ -412,18 +394,20 @@ def _sweep_tab() -> None:
 
         def _sweep() -> None:
             info, arrays = _inputs()
-            st.session_state["proto_sweep"] = bench.sweep(
-                ep,
+            spec = load.LoadSpec(
                 model,
-                tuple(sweep_protocols),
-                tuple(sorted(levels)),
-                float(sdur),
-                progress=lambda *a: (sweep_watch(), sweep_progress(*a)),
-                stop=sweep_stop,
+                duration_s=float(sdur),
+                compression=compression,
                 inputs=arrays,
                 output_names=[o.name for o in info.outputs],
-                compression=compression,
-                count_wire=False,
+            )
+            st.session_state["proto_sweep"] = bench.sweep(
+                ep,
+                spec,
+                tuple(sweep_protocols),
+                tuple(sorted(levels)),
+                progress=lambda *a: (sweep_watch(), sweep_progress(*a)),
+                stop=sweep_stop,
             )
 
         try:
@@ -466,7 +450,7 @@ def _check_tab() -> None:
     kc = k2.slider(
         t("lab_protocols.concurrency"),
         1,
-        bench.MAX_CONCURRENCY,
+        load.MAX_CONCURRENCY,
         4,
         key="proto_check_c",
         persist_state="session",
@@ -483,7 +467,7 @@ def _check_tab() -> None:
                 checked = server.lab_run(
                     kc,
                     lambda: perf_analyzer.cross_check(
-                        ep, model, kp, kc, float(kd), rounds=max(3, int(kd) // 2)
+                        ep, load.LoadSpec(model, kp, kc, float(kd)), rounds=max(3, int(kd) // 2)
                     ),
                 )
                 if checked is not server.BUSY:

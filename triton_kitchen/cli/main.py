@@ -35,12 +35,14 @@ from triton_kitchen.core.ensemble import (
     validate_repository,
 )
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
-from triton_kitchen.tools.bench import (
+from triton_kitchen.tools.bench import WireCount
+from triton_kitchen.tools.load import (
     DISTRIBUTIONS,
     MAX_CONCURRENCY,
     MAX_DURATION_S,
     MAX_REQUEST_RATE,
-    WireCount,
+    LoadSpec,
+    LoadSpecError,
 )
 from triton_kitchen.tools.perf_analyzer import PerfAnalyzerError, cross_check
 from triton_kitchen.tools.protocols import BENCH_PROTOCOLS, DEFAULT_TIMEOUT_S, base_protocol
@@ -324,24 +326,34 @@ def _print_bytes_per_request(wire: WireCount | None) -> None:
     )
 
 
+# what the CLI says when LoadSpec refuses a setting, in the words of its flag (other settings: LoadSpec's own)
+_FLAG_ERRORS = {
+    "concurrency": f"--concurrency must be 1..{MAX_CONCURRENCY}",
+    "duration_s": f"--duration must be in (0, {MAX_DURATION_S:g}]",
+    "request_rate": f"--request-rate must be in (0, {MAX_REQUEST_RATE:g}]",
+    "compression": "--compression does not apply to shared memory: the tensors never cross the socket",
+}
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
-        print(f"error: --concurrency must be 1..{MAX_CONCURRENCY}", file=sys.stderr)
-        return 2
-    if not 0 < args.duration <= MAX_DURATION_S:
-        print(f"error: --duration must be in (0, {MAX_DURATION_S:g}]", file=sys.stderr)
-        return 2
-    if args.request_rate is not None and not 0 < args.request_rate <= MAX_REQUEST_RATE:
-        print(f"error: --request-rate must be in (0, {MAX_REQUEST_RATE:g}]", file=sys.stderr)
+    try:  # the load is checked here, once, before a server is started or reached
+        spec = LoadSpec(
+            args.model,
+            args.protocol,
+            args.concurrency,
+            args.duration,
+            max_requests=args.max_requests,
+            request_rate=args.request_rate,
+            distribution=args.distribution,
+            compression=args.compression,
+            timeout_s=args.timeout,
+            count_wire=True,
+        )
+    except LoadSpecError as exc:
+        print(f"error: {_FLAG_ERRORS.get(exc.field, exc)}", file=sys.stderr)
         return 2
     if args.max_windows < 1:
         print("error: --max-windows must be at least 1", file=sys.stderr)
-        return 2
-    if args.compression and args.protocol.endswith("-shm"):
-        print(
-            "error: --compression does not apply to shared memory: the tensors never cross the socket",
-            file=sys.stderr,
-        )
         return 2
     server = None
     if args.url:
@@ -367,24 +379,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     try:
-        result, stability = run_stable(
-            endpoint,
-            args.model,
-            args.protocol,
-            args.concurrency,
-            args.duration,
-            max_windows=args.max_windows,
-            max_requests=args.max_requests,
-            timeout_s=args.timeout,
-            compression=args.compression,
-            count_wire=True,
-            request_rate=args.request_rate,
-            distribution=args.distribution,
-        )
+        result, stability = run_stable(endpoint, spec, max_windows=args.max_windows)
         check = None
         if args.perf_analyzer and result.throughput_rps and not args.protocol.endswith("-shm"):
             try:
-                check = cross_check(endpoint, args.model, args.protocol, args.concurrency, args.duration)
+                check = cross_check(endpoint, spec)
             except PerfAnalyzerError as exc:
                 print(f"perf_analyzer: {exc}", file=sys.stderr)
     finally:

@@ -27,6 +27,7 @@ from triton_kitchen.tools.batch_runs import (
 from triton_kitchen.tools.bench import BenchProgress, run_bench
 from triton_kitchen.tools.calibration import CalibrationError, predict
 from triton_kitchen.tools.calibration import calibrate as calibrate_server
+from triton_kitchen.tools.load import LoadSpec
 
 
 def compare_batching(
@@ -125,8 +126,7 @@ def offered_load(
             if stop is not None and stop.is_set():
                 break
             cb = (lambda p, i=i: progress(i, len(rates), p)) if progress else None
-            r = run_bench(
-                endpoint,
+            spec = LoadSpec(
                 model,
                 protocol,
                 workers,
@@ -135,10 +135,9 @@ def offered_load(
                 output_names=["logits"],
                 warmup_s=0.5,
                 request_rate=float(rate),
-                stop=stop,
-                progress=cb,
                 server_side=False,
             )
+            r = run_bench(endpoint, spec, stop=stop, progress=cb)
             sim = None
             if calibration is not None:
                 sim = predict(calibration, settings, rate_rps=float(rate))

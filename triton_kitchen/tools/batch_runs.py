@@ -25,6 +25,7 @@ from triton_kitchen.core.override import (
     overridden,
 )
 from triton_kitchen.tools.bench import BenchProgress, run_bench
+from triton_kitchen.tools.load import LoadSpec
 from triton_kitchen.tools.protocols import image_tensor, sample_jpeg
 
 SETTLE_S = 0.5
@@ -182,8 +183,7 @@ def run_setting(
         timer.daemon = True
         timer.start()
     try:
-        r = run_bench(
-            endpoint,
+        spec = LoadSpec(
             model,
             protocol,
             concurrency,
@@ -191,10 +191,8 @@ def run_setting(
             inputs=classifier_inputs(),
             output_names=["logits"],
             warmup_s=WARMUP_S,
-            count_wire=False,
-            stop=stop,
-            progress=progress,
         )
+        r = run_bench(endpoint, spec, stop=stop, progress=progress)
     finally:
         for timer in timers:
             timer.cancel()

@@ -10,6 +10,11 @@ Timed requests always go straight to the server. Wire bytes (headers and framing
 only when asked (``count_wire``), in a separate short pass through a byte-counting proxy after the
 timed run: the proxy's extra hops and pump threads would slow the very requests being timed.
 
+What to load is one :class:`~triton_kitchen.tools.load.LoadSpec` (model, protocol, concurrency, duration, cap, rate, compression,
+timeouts), checked once when it is made; :func:`run_bench` runs one, :func:`sweep` one per protocol and
+concurrency, :func:`compare_load` one per protocol followed by one wire-counting pass, and
+:func:`triton_kitchen.tools.stability.run_stable` repeats one until its windows agree.
+
 The engine is a Python client (one connection per worker thread, see
 :class:`triton_kitchen.tools.protocols.Caller`). :mod:`triton_kitchen.tools.perf_analyzer` checks its numbers against
 NVIDIA's C++ ``perf_analyzer``; :mod:`triton_kitchen.cli.main` holds the ``bench`` subcommand.
@@ -22,31 +27,23 @@ import io
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from triton_kitchen.core import kserve
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.tools import server_stats
+from triton_kitchen.tools.bench_window import StatsWindow
+from triton_kitchen.tools.load import LoadSpec, Schedule, with_inputs
 from triton_kitchen.tools.protocols import (
     DEFAULT_TIMEOUT_S,
     PROTOCOLS,
     ProtocolError,
-    base_protocol,
-    check_bench_protocol,
     make_caller,
     measure_protocol,
-    sample_inputs,
 )
 
-MAX_CONCURRENCY = 16  # per run: one student cannot starve a class
-MAX_DURATION_S = 120.0
-MAX_REQUESTS = 100_000
-MAX_REQUEST_RATE = 2000.0  # open loop, requests/s
-DISTRIBUTIONS = ("constant", "poisson")
 LATE_S = 0.001  # an open-loop request sent more than this after its time was late
-DEFAULT_GRACE_S = 2.0
 ENGINE = "triton-kitchen (Python client)"
 CONTRACT_KEYS = (
     "protocol",
@@ -64,6 +61,7 @@ CONTRACT_KEYS = (
 WIRE_NOT_COUNTED = "not_counted"
 WIRE_SEPARATE_PASS = "separate_pass"  # counted in an untimed pass after the timed run, never while timing
 WIRE_PASS_CALLS = 4  # counted calls of that pass, after one that opens the connection
+COMPARE_WIRE_CALLS = 3  # counted calls per protocol in compare_load's pass (the protocol lab's load tab)
 
 
 @dataclass
@@ -226,59 +224,118 @@ class _Record:
 
 def run_bench(
     endpoint: Endpoint,
-    model: str,
-    protocol: str = "grpc",
-    concurrency: int = 1,
-    duration_s: float = 5.0,
-    max_requests: int | None = 10_000,
-    inputs: dict[str, np.ndarray] | None = None,
-    output_names: list[str] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    warmup_s: float = 0.5,
-    grace_s: float = DEFAULT_GRACE_S,
-    compression: str | None = None,
-    count_wire: bool = False,
+    spec: LoadSpec,
+    *,
     stop: threading.Event | None = None,
     progress: Callable[[BenchProgress], None] | None = None,
     progress_every_s: float = 0.25,
-    request_rate: float | None = None,
-    distribution: str = "constant",
-    server_side: bool = True,
-    seed: int = 0,
 ) -> BenchResult:
-    """Load ``model`` with ``concurrency`` closed-loop workers for ``duration_s`` (after ``warmup_s``).
-
-    With ``request_rate`` the load is open loop, as perf_analyzer's ``--request-rate-range``: requests are
-    scheduled at that rate (``distribution`` constant or poisson, perf_analyzer's ``--request-distribution``)
-    and sent by up to ``concurrency`` workers; a request whose worker was still busy is sent late (counted in
-    ``late``). With ``server_side`` the statistics API is read at the window's start and end, and
-    ``result.server`` holds the server's own per-request breakdown (per composing model for an ensemble).
+    """Run the load ``spec`` describes against ``endpoint`` (see :class:`LoadSpec`). A request sent after its
+    open-loop time because every worker was busy counts in ``late``. With ``server_side``, ``result.server``
+    holds the server's own per-request breakdown (per composing model for an ensemble).
 
     Ends at the first of: duration over, ``max_requests`` sent (warm-up included), ``stop`` set, or
     the hard limit ``warmup_s + duration_s + grace_s`` (measured from the call) reached. Returns by
     the hard limit whatever the server does. With ``count_wire``, wire bytes are counted afterwards in
-    :func:`count_wire_bytes`'s untimed pass (each of its calls waits at most ``grace_s``), skipped when
-    the run was stopped or got no answer."""
-    check_bench_protocol(protocol)
-    if request_rate is not None and not 0 < request_rate <= MAX_REQUEST_RATE:
-        raise ValueError(f"request rate must be in (0, {MAX_REQUEST_RATE:g}] requests/s")
-    if distribution not in DISTRIBUTIONS:
-        raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}")
-    if not 0 < duration_s <= MAX_DURATION_S:
-        raise ValueError(f"duration must be in (0, {MAX_DURATION_S:g}] s")
-    max_requests = MAX_REQUESTS if max_requests is None else min(int(max_requests), MAX_REQUESTS)
-    if max_requests < 1:
-        raise ValueError("max_requests must be >= 1")
-    t_call = time.perf_counter()
-    hard_deadline = t_call + warmup_s + duration_s + grace_s
+    :func:`wire_pass`'s untimed pass (each of its calls waits at most ``grace_s``), skipped when
+    the run was stopped or got no answer. ``progress`` is called every ``progress_every_s``, and once at the end."""
+    run = _prepare(endpoint, spec)
+    if run.result.stop_reason == "error":
+        return run.result
     stop = stop or threading.Event()
-    halt = threading.Event()  # ours: set when the run ends, for any reason
+    reason, window_end = _drive(run, stop, progress, progress_every_s)
+    window_end, answered_ok = _finish(run, reason, window_end)
+    if progress is not None:
+        progress(_progress(run.records, run.warm_end, window_end, spec.duration_s))
+    if spec.count_wire and answered_ok and not stop.is_set() and not run.result.abandoned:
+        # a server that stopped answering leaves the wire bytes uncounted (None)
+        wire = wire_pass(endpoint, run.spec, [spec.protocol], timeout_s=min(spec.timeout_s, spec.grace_s))
+        if spec.protocol in wire:
+            set_wire_totals(run.result, wire[spec.protocol], answered_ok)
+    return run.result
+
+
+@dataclass
+class _Run:
+    """One run's state, shared by its workers and its watcher: the spec (with the request to send), the
+    clock, the tickets left, what was answered."""
+
+    endpoint: Endpoint
+    spec: LoadSpec
+    result: BenchResult
+    hard_deadline: float
+    tickets: int
+    warm_end: float = 0.0
+    measure_end: float = 0.0
+    schedule: Schedule | None = None
+    records: list[_Record] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # ours (not the caller's stop): set when the run ends, for any reason
+    halt: threading.Event = field(default_factory=threading.Event)
+    stats: StatsWindow | None = None
+
+    def take_ticket(self) -> float | None:
+        """The time to send the next request at (now, in a closed loop), or None when the cap is reached."""
+        with self.lock:
+            if self.tickets <= 0:
+                return None
+            self.tickets -= 1
+            return self.schedule.next() if self.schedule else 0.0
+
+    def worker(self) -> None:
+        """One connection: take a ticket, wait for its time, call, record; until the run halts or the cap."""
+        spec = self.spec
+        caller = make_caller(
+            self.endpoint,
+            spec.protocol,
+            spec.model,
+            spec.inputs,
+            output_names=spec.output_names,
+            compression=spec.compression,
+            timeout_s=spec.timeout_s,
+        )
+        try:
+            while not self.halt.is_set():
+                at = self.take_ticket()
+                if at is None:
+                    break
+                wait = at - time.perf_counter()
+                if wait > 0 and self.halt.wait(wait):
+                    break
+                if self.schedule and wait < -LATE_S:
+                    with self.lock:
+                        self.result.late += 1
+                left = self.hard_deadline - time.perf_counter()
+                if left <= 0.05:
+                    break
+                self.records.append(_call(caller, min(spec.timeout_s, left)))
+        finally:
+            caller.close()
+
+
+def _call(caller, timeout_s: float) -> _Record:
+    t0 = time.perf_counter()
+    try:
+        r = caller.call(timeout_s=timeout_s)
+        rec = _Record(t0, time.perf_counter(), True, r.latency_ms, r.request_bytes, r.response_bytes)
+        rec.shm_bytes = r.shm_bytes
+    except ProtocolError as exc:
+        rec = _Record(t0, time.perf_counter(), False, 0.0, error=f"{exc.code}: {exc}")
+    except Exception as exc:  # a client bug must not kill the run silently
+        rec = _Record(t0, time.perf_counter(), False, 0.0, error=f"{type(exc).__name__}: {exc}")
+    return rec
+
+
+def _prepare(endpoint: Endpoint, spec: LoadSpec) -> _Run:
+    """The run's hard limit and empty result, the request to send (the model's sample one unless the spec
+    brings one: its metadata calls are bounded by the same hard limit), then the warm-up's and window's ends.
+    A metadata failure ends the run here: ``stop_reason`` "error"."""
+    t_call = time.perf_counter()
+    hard_deadline = t_call + spec.warmup_s + spec.duration_s + spec.grace_s
     result = BenchResult(
-        protocol,
-        model,
-        concurrency,
+        spec.protocol,
+        spec.model,
+        spec.concurrency,
         0,
         0,
         0.0,
@@ -287,81 +344,37 @@ def run_bench(
         0,
         None,
         None,
-        compression=compression,
-        request_rate=request_rate,
-        distribution=distribution if request_rate is not None else None,
+        compression=spec.compression,
+        request_rate=spec.request_rate,
+        distribution=spec.distribution if spec.request_rate is not None else None,
     )
+    run = _Run(endpoint, spec, result, hard_deadline, tickets=spec.max_requests)
+    try:
+        left = max(0.1, min(spec.timeout_s, hard_deadline - time.perf_counter()))
+        run.spec = with_inputs(endpoint, spec, timeout=left)
+    except ProtocolError as exc:
+        result.stop_reason, result.error_messages = "error", [str(exc)]
+        return run
+    run.warm_end = time.perf_counter() + spec.warmup_s
+    run.measure_end = run.warm_end + spec.duration_s
+    if spec.request_rate:
+        run.schedule = Schedule(spec.request_rate, spec.distribution, time.perf_counter(), spec.seed)
+    return run
 
-    if inputs is None:  # metadata calls are bounded by the same hard limit
-        try:
-            info, inputs = sample_inputs(
-                endpoint,
-                model,
-                base_protocol(protocol),
-                timeout=max(0.1, min(timeout_s, hard_deadline - time.perf_counter())),
-            )
-            output_names = output_names or [o.name for o in info.outputs]
-        except ProtocolError as exc:
-            result.stop_reason, result.error_messages = "error", [str(exc)]
-            return result
 
-    records: list[_Record] = []
-    lock = threading.Lock()
-    tickets = [max_requests]
-    warm_end = time.perf_counter() + warmup_s
-    measure_end = warm_end + duration_s
-
-    schedule = _Schedule(request_rate, distribution, time.perf_counter(), seed) if request_rate else None
-
-    def take_ticket() -> float | None:
-        """The time to send the next request at (now, in a closed loop), or None when the cap is reached."""
-        with lock:
-            if tickets[0] <= 0:
-                return None
-            tickets[0] -= 1
-            return schedule.next() if schedule else 0.0
-
-    def worker() -> None:
-        caller = make_caller(
-            endpoint,
-            protocol,
-            model,
-            inputs,
-            output_names=output_names,
-            compression=compression,
-            timeout_s=timeout_s,
-        )
-        try:
-            while not halt.is_set():
-                at = take_ticket()
-                if at is None:
-                    break
-                wait = at - time.perf_counter()
-                if wait > 0 and halt.wait(wait):
-                    break
-                if schedule and wait < -LATE_S:
-                    with lock:
-                        result.late += 1
-                left = hard_deadline - time.perf_counter()
-                if left <= 0.05:
-                    break
-                t0 = time.perf_counter()
-                try:
-                    r = caller.call(timeout_s=min(timeout_s, left))
-                    rec = _Record(
-                        t0, time.perf_counter(), True, r.latency_ms, r.request_bytes, r.response_bytes
-                    )
-                    rec.shm_bytes = r.shm_bytes
-                except ProtocolError as exc:
-                    rec = _Record(t0, time.perf_counter(), False, 0.0, error=f"{exc.kind}: {exc}")
-                except Exception as exc:  # a client bug must not kill the run silently
-                    rec = _Record(t0, time.perf_counter(), False, 0.0, error=f"{type(exc).__name__}: {exc}")
-                records.append(rec)
-        finally:
-            caller.close()
-
-    stats = _StatsWindow(endpoint, model, hard_deadline) if server_side else None
-    threads = [threading.Thread(target=worker, name=f"bench-{i}", daemon=True) for i in range(concurrency)]
+def _drive(
+    run: _Run,
+    stop: threading.Event,
+    progress: Callable[[BenchProgress], None] | None,
+    progress_every_s: float,
+) -> tuple[str, float]:
+    """Start the workers and watch them, the clock and ``stop`` until the window ends; then halt them (waiting
+    for them no later than the hard limit: those still stuck are abandoned). Returns why it ended, and when."""
+    spec = run.spec
+    stats = run.stats = StatsWindow(run.endpoint, spec.model, run.hard_deadline) if spec.server_side else None
+    threads = [
+        threading.Thread(target=run.worker, name=f"bench-{i}", daemon=True) for i in range(spec.concurrency)
+    ]
     try:
         for th in threads:
             th.start()
@@ -369,14 +382,14 @@ def run_bench(
         reason = "duration"
         while True:
             now = time.perf_counter()
-            if stats is not None and now >= warm_end:
+            if stats is not None and now >= run.warm_end:
                 stats.start()
             if stop.is_set():
                 reason = "stopped"
                 break
-            if now >= measure_end:
+            if now >= run.measure_end:
                 break
-            if now >= hard_deadline:
+            if now >= run.hard_deadline:
                 reason = "deadline"
                 break
             if not any(th.is_alive() for th in threads):
@@ -384,19 +397,28 @@ def run_bench(
                 break
             if progress is not None and now - last_progress >= progress_every_s:
                 last_progress = now
-                progress(_progress(records, warm_end, now, duration_s))
-            time.sleep(min(0.02, max(0.0, measure_end - now)))
+                progress(_progress(run.records, run.warm_end, now, spec.duration_s))
+            time.sleep(min(0.02, max(0.0, run.measure_end - now)))
         window_end = time.perf_counter()
         if stats is not None:
             stats.end()
     finally:
-        halt.set()  # also on KeyboardInterrupt, or when progress() raises (Streamlit's rerun)
+        run.halt.set()  # also on KeyboardInterrupt, or when progress() raises (Streamlit's rerun)
         for th in threads:
-            th.join(timeout=max(0.0, hard_deadline - time.perf_counter()))
-        result.abandoned = sum(1 for th in threads if th.is_alive())
+            th.join(timeout=max(0.0, run.hard_deadline - time.perf_counter()))
+        run.result.abandoned = sum(1 for th in threads if th.is_alive())
+    return reason, window_end
+
+
+def _finish(run: _Run, reason: str, window_end: float) -> tuple[float, int]:
+    """The result's figures from the records: latencies and throughput over the completions inside the
+    window, bytes over every answered call (warm-up included), the first error messages, the server's
+    breakdown. Returns the window's end (the last answer's, when the cap ended the run) and how many calls
+    were answered."""
+    result, records = run.result, run.records
     if reason == "requests":  # all tickets used: the window ends with the last answer
         window_end = max((r.t_end for r in records), default=window_end)
-    window_start = warm_end
+    window_start = run.warm_end
     answered = [r for r in list(records) if r.t_end <= window_end]
     measured = [r for r in answered if r.t_end >= window_start]  # completions inside the window
     if not measured and reason == "requests":  # the cap ran out during warm-up: count them all
@@ -421,18 +443,9 @@ def run_bench(
     if result.abandoned:
         seen.append(f"{result.abandoned} call(s) got no answer before the hard limit and were abandoned")
     result.error_messages = seen[:5]
-    if stats is not None:
-        result.server, result.server_note, result.snapshots = stats.breakdown()
-    if progress is not None:
-        progress(_progress(records, warm_end, window_end, duration_s))
-    answered_ok = sum(1 for r in answered if r.ok)
-    if count_wire and answered_ok and not stop.is_set() and not result.abandoned:
-        try:
-            wire = count_wire_bytes(endpoint, model, protocol, inputs, compression, min(timeout_s, grace_s))
-        except ProtocolError:
-            return result  # the server stopped answering: wire bytes stay uncounted (None)
-        set_wire_totals(result, wire, answered_ok)
-    return result
+    if run.stats is not None:
+        result.server, result.server_note, result.snapshots = run.stats.breakdown()
+    return window_end, sum(1 for r in answered if r.ok)
 
 
 def set_wire_totals(result: BenchResult, wire: WireCount, answered: int) -> None:
@@ -444,89 +457,35 @@ def set_wire_totals(result: BenchResult, wire: WireCount, answered: int) -> None
     result.wire_bytes_received = round(opened * wire.first_received + (answered - opened) * wire.received)
 
 
-class _Schedule:
-    """Open-loop send times: every 1/rate s (constant), or exponential gaps (poisson), seeded."""
-
-    def __init__(self, rate: float, distribution: str, t0: float, seed: int) -> None:
-        self.gap = 1.0 / rate
-        self.poisson = distribution == "poisson"
-        self.rng = np.random.default_rng(seed)
-        self.t = t0
-
-    def next(self) -> float:
-        at = self.t
-        self.t += self.rng.exponential(self.gap) if self.poisson else self.gap
-        return at
-
-
-class _StatsWindow:
-    """Statistics snapshots at the measuring window's start and end, each taken on a thread of its own so a
-    slow or hanging statistics API can never hold the run past its hard limit."""
-
-    def __init__(self, endpoint: Endpoint, model: str, deadline: float) -> None:
-        self.endpoint, self.model, self.deadline = endpoint, model, deadline
-        self.snaps: dict[str, server_stats.Snapshot | None] = {}
-        self.composing: list[str] = []
-        self.note = ""
-        self.threads: dict[str, threading.Thread] = {}
-
-    def _take(self, which: str) -> None:
-        timeout = max(0.1, min(2.0, self.deadline - time.perf_counter()))
-        try:
-            if which == "before":
-                # bounded like the snapshot: against a hanging server this thread ends by the run's limit too
-                self.composing = server_stats.composing_models(self.endpoint, self.model, timeout=timeout)
-            self.snaps[which] = server_stats.snapshot(self.endpoint, timeout=timeout)
-        except (kserve.KServeError, ValueError) as exc:
-            self.note = f"the statistics API did not answer: {exc}"
-
-    def _spawn(self, which: str) -> None:
-        if which not in self.threads:
-            th = threading.Thread(target=self._take, args=(which,), name=f"bench-stats-{which}", daemon=True)
-            self.threads[which] = th
-            th.start()
-
-    def start(self) -> None:
-        self._spawn("before")
-
-    def end(self) -> None:
-        if "before" in self.threads:
-            self.threads["before"].join(timeout=max(0.0, self.deadline - time.perf_counter()))
-            if self.snaps.get("before") is not None:
-                self._spawn("after")
-
-    def breakdown(self):
-        for th in self.threads.values():
-            th.join(timeout=max(0.0, self.deadline - time.perf_counter()))
-        before, after = self.snaps.get("before"), self.snaps.get("after")
-        if before is None or after is None:
-            return None, self.note or "the run ended before its measuring window opened", ()
-        bd = server_stats.breakdown(before, after, self.model, self.composing)
-        return bd, "", (before, after)
-
-
-def count_wire_bytes(
+def wire_pass(
     endpoint: Endpoint,
-    model: str,
-    protocol: str,
-    inputs: dict[str, np.ndarray],
-    compression: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    spec: LoadSpec,
+    protocols: list[str],
     calls: int = WIRE_PASS_CALLS,
-) -> WireCount:
-    """Bytes per request on the wire, from ``1 + calls`` untimed calls on one connection through a
-    :class:`~triton_kitchen.tools.protocols.CountingProxy` (asking for all of the model's outputs, as the lab's runs
-    do); raises ProtocolError when a call fails."""
-    m = measure_protocol(endpoint, protocol, model, inputs, calls, compression, timeout_s)
-    return WireCount(
-        m.calls,
-        m.request_bytes,
-        m.response_bytes,
-        m.wire_sent_per_call,
-        m.wire_received_per_call,
-        m.wire_first_call_sent,
-        m.wire_first_call_received,
-    )
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> dict[str, WireCount]:
+    """Bytes per request on the wire for each of ``protocols``, in an untimed pass after the timed runs:
+    ``1 + calls`` calls of the spec's request on one connection through a
+    :class:`~triton_kitchen.tools.protocols.CountingProxy` (asking for all of the model's outputs, as the lab's
+    runs do). A protocol whose calls fail is left out (its timed run already said what went wrong)."""
+    counted = {}
+    for protocol in protocols:
+        try:
+            m = measure_protocol(
+                endpoint, protocol, spec.model, spec.inputs, calls, spec.compression, timeout_s
+            )
+        except ProtocolError:
+            continue
+        counted[protocol] = WireCount(
+            m.calls,
+            m.request_bytes,
+            m.response_bytes,
+            m.wire_sent_per_call,
+            m.wire_received_per_call,
+            m.wire_first_call_sent,
+            m.wire_first_call_received,
+        )
+    return counted
 
 
 def _progress(records: list[_Record], warm_end: float, now: float, duration_s: float) -> BenchProgress:
@@ -536,39 +495,57 @@ def _progress(records: list[_Record], warm_end: float, now: float, duration_s: f
 
 def sweep(
     endpoint: Endpoint,
-    model: str,
+    spec: LoadSpec,
     protocols: tuple[str, ...] = PROTOCOLS,
     concurrencies: tuple[int, ...] = (1, 4, 16),
-    duration_s: float = 3.0,
+    *,
     stop: threading.Event | None = None,
     progress: Callable[[int, int, BenchProgress], None] | None = None,
-    **kwargs,
 ) -> list[BenchResult]:
-    """Throughput and latency for every (protocol, concurrency); ``progress(step, steps, p)``."""
+    """Throughput and latency for every (protocol, concurrency): ``spec`` with each of them in turn (its own
+    protocol and concurrency are not used); ``progress(step, steps, p)``."""
     stop = stop or threading.Event()
-    info_inputs = kwargs.pop("inputs", None)
-    output_names = kwargs.pop("output_names", None)
-    if info_inputs is None:
-        info, info_inputs = sample_inputs(endpoint, model, "grpc" if "grpc" in protocols else protocols[0])
-        output_names = output_names or [o.name for o in info.outputs]
+    spec = with_inputs(endpoint, spec, "grpc" if "grpc" in protocols else protocols[0])
     plan = [(p, c) for p in protocols for c in concurrencies]
     results = []
     for i, (p, c) in enumerate(plan):
         if stop.is_set():
             break
         cb = (lambda pr, i=i: progress(i, len(plan), pr)) if progress else None
-        results.append(
-            run_bench(
-                endpoint,
-                model,
-                p,
-                c,
-                duration_s,
-                inputs=info_inputs,
-                output_names=output_names,
-                stop=stop,
-                progress=cb,
-                **kwargs,
-            )
-        )
+        results.append(run_bench(endpoint, replace(spec, protocol=p, concurrency=c), stop=stop, progress=cb))
     return results
+
+
+@dataclass
+class LoadComparison:
+    """:func:`compare_load`'s runs, one per protocol, and the bytes per request of each, counted after them."""
+
+    results: list[BenchResult]
+    wire: dict[str, WireCount]  # protocol -> bytes per call from the untimed pass; empty when stopped
+
+
+def compare_load(
+    endpoint: Endpoint,
+    spec: LoadSpec,
+    protocols: list[str],
+    *,
+    stop: threading.Event | None = None,
+    progress_for: Callable[[str], Callable[[BenchProgress], None] | None] | None = None,
+    wire_calls: int = COMPARE_WIRE_CALLS,
+) -> LoadComparison:
+    """The same load over each of ``protocols`` in turn (``spec`` with that protocol; wire bytes are never
+    counted while timing), then, unless stopped, one untimed :func:`wire_pass` of ``wire_calls`` calls per
+    protocol run. ``progress_for(protocol)`` is called as that protocol's run begins and returns its
+    progress callback."""
+    stop = stop or threading.Event()
+    spec = with_inputs(endpoint, spec)
+    out = LoadComparison([], {})
+    for protocol in protocols:
+        if stop.is_set():
+            break
+        progress = progress_for(protocol) if progress_for else None
+        run_spec = replace(spec, protocol=protocol, count_wire=False)
+        out.results.append(run_bench(endpoint, run_spec, stop=stop, progress=progress))
+    if not stop.is_set():
+        out.wire = wire_pass(endpoint, spec, [r.protocol for r in out.results], calls=wire_calls)
+    return out

@@ -27,6 +27,7 @@ import numpy as np
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
 from triton_kitchen.tools.bench import ENGINE, BenchProgress, BenchResult, run_bench
+from triton_kitchen.tools.load import LoadSpec
 from triton_kitchen.tools.protocols import check_protocol, sample_inputs, serialized_bytes_tensor
 
 
@@ -226,42 +227,32 @@ def _server_means(splits: list[dict[str, float | None]]) -> dict[str, float | No
 
 def cross_check(
     endpoint: Endpoint,
-    model: str,
-    protocol: str = "grpc",
-    concurrency: int = 4,
-    duration_s: float = 6.0,
+    spec: LoadSpec,
     rounds: int = 3,
     tolerance: float = 0.10,
+    *,
     stop: threading.Event | None = None,
     progress: Callable[[BenchProgress], None] | None = None,
 ) -> dict:
-    """Our engine and perf_analyzer on the same model, protocol, concurrency and input.
+    """Our engine and perf_analyzer on the same model, protocol, concurrency and input: the spec's. Both run
+    closed loop as perf_analyzer's ``--concurrency-range``; the spec's other settings (rate, compression,
+    cap, timeouts) are not perf_analyzer's, and are not used.
 
-    The two alternate in ``rounds`` slices (``duration_s`` of each engine in all: perf_analyzer
+    The two alternate in ``rounds`` slices (the spec's ``duration_s`` of each engine in all: perf_analyzer
     measures three windows of a third of a slice), so both see the same machine (other work on a
     shared machine moves throughput a lot from one second to the next). Throughputs are averages
     over all slices, weighted by measuring time."""
+    model, protocol, concurrency = spec.model, spec.protocol, spec.concurrency
     info, inputs = sample_inputs(endpoint, model, protocol)
     outputs = [o.name for o in info.outputs]
     ours: list[BenchResult] = []
     theirs: list[PerfAnalyzerResult] = []
-    slice_s = duration_s / max(1, rounds)
+    slice_s = spec.duration_s / max(1, rounds)
+    each = LoadSpec(model, protocol, concurrency, slice_s, inputs=inputs, output_names=outputs, warmup_s=0.3)
     for _ in range(max(1, rounds)):
         if stop is not None and stop.is_set():
             break
-        r = run_bench(
-            endpoint,
-            model,
-            protocol,
-            concurrency,
-            slice_s,
-            inputs=inputs,
-            output_names=outputs,
-            warmup_s=0.3,
-            count_wire=False,
-            stop=stop,
-            progress=progress,
-        )
+        r = run_bench(endpoint, each, stop=stop, progress=progress)
         if r.errors or not r.throughput_rps:
             raise PerfAnalyzerError(f"the bench run failed: {r.error_messages}")
         ours.append(r)

@@ -8,20 +8,24 @@ figures, instead of as one number that the next run would contradict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.tools import server_stats
 from triton_kitchen.tools.bench import (
+    BenchProgress,
     BenchResult,
-    count_wire_bytes,
     percentiles,
     run_bench,
     set_wire_totals,
+    wire_pass,
 )
-from triton_kitchen.tools.protocols import ProtocolError, base_protocol, sample_inputs
+from triton_kitchen.tools.load import LoadSpec, with_inputs
+from triton_kitchen.tools.protocols import ProtocolError
 
 STABILITY_PCT = 10.0  # perf_analyzer's default --stability-percentage
 STABLE_WINDOWS = 3  # the last three windows must agree (perf_analyzer's rule)
@@ -98,32 +102,32 @@ def merge_windows(windows: list[BenchResult]) -> BenchResult:
 
 def run_stable(
     endpoint: Endpoint,
-    model: str,
-    protocol: str = "grpc",
-    concurrency: int = 1,
-    window_s: float = 2.0,
+    spec: LoadSpec,
     max_windows: int = MAX_WINDOWS,
-    warmup_s: float = 0.5,
-    count_wire: bool = False,
-    **kwargs,
+    *,
+    stop: threading.Event | None = None,
+    progress: Callable[[BenchProgress], None] | None = None,
 ) -> tuple[BenchResult, Stability]:
-    """perf_analyzer's stability rule: warm up, then measure windows of ``window_s`` until the last three agree
-    within 10% on throughput and on mean latency, at most ``max_windows``. Returns the last three windows
-    merged (fewer when the run ended early) and whether they were stable, with every window's figures."""
-    if kwargs.get("inputs") is None:  # one request for every window (and for the wire count)
-        try:
-            info, kwargs["inputs"] = sample_inputs(endpoint, model, base_protocol(protocol))
-            kwargs.setdefault("output_names", [o.name for o in info.outputs])
-        except ProtocolError:  # run_bench reports a dead or wrong server its own way
-            r = run_bench(endpoint, model, protocol, concurrency, window_s, warmup_s=warmup_s, **kwargs)
-            return r, Stability(False, [], {"throughput": None, "latency": None})
+    """perf_analyzer's stability rule: warm up (the spec's ``warmup_s``), then measure windows of the spec's
+    ``duration_s`` until the last three agree within 10% on throughput and on mean latency, at most
+    ``max_windows``. Returns the last three windows merged (fewer when the run ended early) and whether they
+    were stable, with every window's figures. With the spec's ``count_wire``, wire bytes are counted once,
+    untimed, after every window."""
+    each = replace(spec, count_wire=False)
+    try:  # one request for every window (and for the wire count)
+        each = with_inputs(endpoint, each)
+    except ProtocolError:  # run_bench reports a dead or wrong server its own way
+        r = run_bench(endpoint, each, stop=stop, progress=progress)
+        return r, Stability(False, [], {"throughput": None, "latency": None})
     windows: list[BenchResult] = []
     stable = False
     for i in range(max(1, max_windows)):
         # each window starts its workers afresh: a short warm-up refills the pipeline first (requests that
         # started before the window would otherwise be missing from it, and Little's law would show the gap)
-        refill = warmup_s if i == 0 else min(1.0, max(0.2, 2 * (windows[-1].mean_latency_ms or 0) / 1000))
-        r = run_bench(endpoint, model, protocol, concurrency, window_s, warmup_s=refill, **kwargs)
+        refill = (
+            spec.warmup_s if i == 0 else min(1.0, max(0.2, 2 * (windows[-1].mean_latency_ms or 0) / 1000))
+        )
+        r = run_bench(endpoint, replace(each, warmup_s=refill), stop=stop, progress=progress)
         windows.append(r)
         if r.stop_reason in ("stopped", "deadline", "error") or not r.throughput_rps or r.errors:
             break
@@ -133,11 +137,9 @@ def run_stable(
                 break
     tail = windows[-STABLE_WINDOWS:]
     merged = merge_windows(tail)
-    if count_wire and merged.throughput_rps and not merged.abandoned:
-        try:  # untimed, after every window: bytes per request, as run_bench counts them
-            wire = count_wire_bytes(endpoint, model, protocol, kwargs["inputs"], kwargs.get("compression"))
-        except ProtocolError:
-            wire = None
+    if spec.count_wire and merged.throughput_rps and not merged.abandoned:
+        # untimed, after every window: bytes per request, as run_bench counts them
+        wire = wire_pass(endpoint, each, [spec.protocol]).get(spec.protocol)
         if wire is not None:
             # every answered call of the merged windows, warm-ups included (the scope of request_bytes): each
             # carried the same request, so the payload total divided by one call's payload counts them
