@@ -24,6 +24,7 @@ from triton_kitchen.core.override import MODEL, BatchingError, load_model, overr
 from triton_kitchen.tools import batch_runs
 from triton_kitchen.tools.bench import BenchProgress, BenchResult, run_bench
 from triton_kitchen.tools.burst import MAX_BURST, Burst, burst, warm_up
+from triton_kitchen.tools.load import LoadSpec
 
 ACTIONS = ("REJECT", "DELAY")
 MAX_TIMEOUT_US = 1_000_000
@@ -309,18 +310,14 @@ def littles_law(
         if stop is not None and stop.is_set():
             break
         cb = (lambda p, i=i: progress(i, p)) if progress else None
-        runs.append(
-            run_bench(
-                endpoint,
-                MODEL,
-                "grpc",
-                c,
-                duration_s,
-                inputs=batch_runs.classifier_inputs(),
-                output_names=["logits"],
-                warmup_s=0.5,
-                stop=stop,
-                progress=cb,
-            )
+        spec = LoadSpec(
+            MODEL,
+            "grpc",
+            c,
+            duration_s,
+            inputs=batch_runs.classifier_inputs(),
+            output_names=["logits"],
+            warmup_s=0.5,
         )
+        runs.append(run_bench(endpoint, spec, stop=stop, progress=cb))
     return LittleResult(runs)
