@@ -82,7 +82,7 @@ def test_batching_on_vs_off_and_the_config_is_always_restored(server, monkeypatc
         seen["busy"] = busy.value.code
         raise RuntimeError("the load generator broke")
 
-    monkeypatch.setattr(Bt, "run_bench", exploding_bench)
+    monkeypatch.setattr(batch_runs, "run_bench", exploding_bench)  # the experiment's load runs there
     with pytest.raises(RuntimeError, match="broke"):
         batch_runs.run_experiment(ep, batch_runs.BatchingSettings(True, 100, [2], 2))
     assert seen["config"]["dynamic_batching"]["preferred_batch_size"] == [2]

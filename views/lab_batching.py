@@ -12,7 +12,7 @@ import streamlit as st
 
 from triton_kitchen.core import override
 from triton_kitchen.labs import batching
-from triton_kitchen.tools import batch_runs, bench
+from triton_kitchen.tools import batch_runs, bench, load
 from ui import batching_why, classroom, errors, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box
@@ -52,7 +52,7 @@ instances = c3.slider(
 )
 c4, c5 = st.columns(2)
 concurrency = c4.slider(
-    t("lab_batching.concurrency"), 1, bench.MAX_CONCURRENCY, 8, key="batch_c", persist_state="session"
+    t("lab_batching.concurrency"), 1, load.MAX_CONCURRENCY, 8, key="batch_c", persist_state="session"
 )
 duration = c5.slider(t("lab_batching.duration"), 1, 15, 3, key="batch_d", persist_state="session")
 st.caption(t("lab_batching.shared_note"))

@@ -1,6 +1,6 @@
 """A process-wide budget for load-generating lab runs, shared by every session of the app.
 
-Each lab run is capped per session (``bench.MAX_CONCURRENCY``), but thirty students on one laptop
+Each lab run is capped per session (``load.MAX_CONCURRENCY``), but thirty students on one laptop
 could still start thirty runs at once and starve the class's own requests. So every heavy lab run
 (a bounded load, a sweep, a perf_analyzer cross-check, a batching experiment) first takes workers
 from one budget for the whole process. A run that asks for more workers than the budget holds takes
