@@ -50,16 +50,28 @@ def test_chapter9_every_live_element(embedded, lang):
     at.button(key="ch9_gpu_run").click()
     at.run()
     assert "no GPUs are available" in shown_text(at)
-    # priorities: the urgent requests overtake
+    # priorities: first the drawn timeline, then the pause said before the run, then the urgent requests overtake
+    predict_and_press(at, "ch9_toy_priority", "last", "ch9_toy_priority_draw")
+    assert t("ch9.toy_priority_next") in shown_text(at) and t("predict.wrong") in shown_text(at)
+    assert t("ch9.pause_before") in shown_text(at)  # before any run: what the half-second pause is
     predict_and_press(at, "ch9_prio", "overtake", "ch9_prio_run")
     prio = at.session_state["ch9_prio_result"]
     assert prio.fifo.refused == prio.priority.refused == 0
     assert prio.outcome() == "overtake", (prio.fifo.finish_ranks(1), prio.priority.finish_ranks(1))
     assert t("predict.right") in shown_text(at)
     assert "priority_levels: 2" in shown_text(at)
-    # queue policy: a small queue refuses some of the 32, with Triton's words
-    at.radio(key="ch9_sched_pick").set_value("queue")
-    at.run()
+    # preserve_ordering beside priorities, and beside DELAY: Triton's refusals, verbatim
+    for case, words in (
+        ("priority", "Only one priority level is allowed when 'preserve_ordering' is true"),
+        ("delay", "Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true"),
+    ):
+        at.button(key=f"ch9_order_{case}_run").click()
+        at.run()
+        assert words in shown_text(at), case
+    # queue policy: the drawn bounded queue and timeout, then a small queue refuses some of the 32, in Triton's words
+    predict_and_press(at, "ch9_toy_bounded", "sixteen", "ch9_toy_bounded_draw")
+    predict_and_press(at, "ch9_toy_timeout", "after", "ch9_toy_timeout_draw")
+    assert shown_text(at).count(t("predict.right")) >= 3
     at.slider(key="ch9_q_size").set_value(4)
     predict_and_press(at, "ch9_q", "all", "ch9_q_run")
     q = at.session_state["ch9_q_result"]

@@ -141,6 +141,68 @@ def test_the_batch_being_computed_and_the_same_batch_are_not_overtaken():
     )
 
 
+def test_the_trickle_is_not_counted_among_the_overtaken():
+    """Ordinary requests sent after the urgent ones (the trickle) finish behind them under any order: counting
+    them would make first come, first served look like overtaking."""
+    early = _sent([(0, 0.0, d) for d in (10, 40, 70, 100)] + [(1, 20.0, 130), (1, 20.0, 131)])
+    early.sent += [Sent(6 + i, 0, 70.0 + 50 * i, 160.0 + 30 * i, trickle=True) for i in range(3)]
+    waiting = early.still_waiting(1)
+    assert not any(s.trickle for s in waiting)
+    assert scheduling.PriorityResult(early, early, 4, 2).outcome() == "no_change"
+    assert scheduling.PriorityResult(early, early, 4, 2).trickled() == 3
+    assert [scheduling.kind_of(s) for s in early.sent][-4:] == ["late", "trickle", "trickle", "trickle"]
+
+
+def test_what_each_queue_request_got():
+    kinds = [
+        Sent(0, 0, 0.0, 5.0),
+        Sent(1, 0, 0.0, 1.0, "[StatusCode.UNAVAILABLE] Exceeds maximum queue size"),
+        Sent(2, 0, 0.0, 60.0, "[StatusCode.UNAVAILABLE] Request timeout expired"),
+        Sent(3, 0, 0.0, 60.0, "no answer within 60 s"),
+    ]
+    assert [scheduling.refusal_kind(s) for s in kinds] == ["answered", "full", "timeout", "other"]
+
+
+def test_the_measured_pause_the_page_shows():
+    """Every setting alone paused most bursts, none without; a request every 50 ms kept every gap short."""
+    rows = {r[0].split(":")[0]: r for r in scheduling.BATCHER_PAUSE["rows"]}
+    assert rows["none"][1] == 0 and rows["none"][3] < scheduling.PAUSE_NOTE_MS
+    for setting in (
+        "priority_levels",
+        "max_queue_size",
+        "default_timeout_microseconds",
+        "allow_timeout_override",
+    ):
+        _, paused, of, gap, trickled = rows[setting]
+        assert paused > of / 2 and gap >= 450 and trickled < scheduling.PAUSE_NOTE_MS, setting
+    counts = scheduling.pause_counts()
+    assert counts["of"] == rows["none"][2] and "benchmarks/batcher_pause.py" in counts["command"]
+
+
+@pytest.mark.parametrize("case", scheduling.ORDERING_CASES)
+def test_ordering_configs_hold_what_triton_refuses(case):
+    db = scheduling.ordering_config(BASE, case)["dynamic_batching"]
+    assert db["preserve_ordering"] is True
+    if case == "priority":
+        assert db["priority_levels"] == 2
+    else:
+        assert db["default_queue_policy"]["timeout_action"] == "DELAY"
+        assert db["default_queue_policy"]["default_timeout_microseconds"] > 0
+    json_format.ParseDict(scheduling.ordering_config(BASE, case), model_config_pb2.ModelConfig())
+    with pytest.raises(scheduling.SchedulingError):
+        scheduling.ordering_config(BASE, "both")
+
+
+def test_the_logged_reason_is_the_new_poll_failure():
+    old = "E1205 10:00:00.1 1 model_repository_manager.cc:1460] \"Poll failed for model directory 'm': old\""
+    new = "E1205 10:00:01.2 1 model_repository_manager.cc:1460] \"Poll failed for model directory 'm': why\""
+    assert (
+        scheduling.logged_reason(old, f"{old}\nI1205 other\n{new}")
+        == "Poll failed for model directory 'm': why"
+    )
+    assert scheduling.logged_reason(old, old) == ""
+
+
 def test_refused_requests_are_neither_answered_nor_waiting():
     rows = [(0, 0.0, 10), (0, 0.0, 12), (0, 0.0, 60), (0, 0.0, 72), (1, 20.0, 40), (1, 20.0, 41)]
     prio = _sent(rows)
@@ -180,6 +242,7 @@ def test_triton_text_keeps_tritons_words():
     )
     assert scheduling.triton_text(detail) == "load failed for model 'x'"
     assert scheduling.triton_text("something else") == "something else"
+    assert scheduling.triton_text("load classifier: POST /x: HTTP 500: failed to poll") == "failed to poll"
 
 
 # -- on the real server --------------------------------------------------------------------------------------
@@ -198,6 +261,22 @@ def test_a_queue_timeout_rejects_or_delays(ep):
     assert any("Request timeout expired" in text for text in rejected.burst.errors()), rejected.burst.errors()
     delayed = scheduling.queue_demo(ep, QueuePolicy(timeout_us=10_000, action="DELAY"), n=32)
     assert delayed.outcome() == "all", delayed.burst.errors()
+
+
+def test_preserve_ordering_is_refused_beside_priorities_and_delay(server, ep):
+    """Triton's words (core r24.10 model_config_utils.cc), from the real server: its answer to the load request is
+    only "failed to poll", its log says why; the classifier keeps its config."""
+    name = override.MODEL
+    for case, words in (
+        ("priority", f"Only one priority level is allowed when 'preserve_ordering' is true for {name}"),
+        (
+            "delay",
+            f"Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for {name}",
+        ),
+    ):
+        refusal = scheduling.ordering_refusal(ep, case, server.log_tail)
+        assert "failed to poll from model repository" in refusal.answer, refusal
+        assert refusal.logged == f"{scheduling.POLL_FAILED} '{name}': {words}", refusal
 
 
 def test_kind_gpu_is_refused_on_this_cpu_server(ep):

@@ -1,4 +1,5 @@
-"""Chapter 1's batching toy: the simulator with sliders, before any measurement. UI only."""
+"""Chapter 1's batching toy: the simulator with sliders, before any measurement; and chapter 9's drawn timelines
+(the same simulator with a priority lane and a bounded queue: ``queue_timeline``). UI only."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from fractions import Fraction
 import streamlit as st
 
 from triton_kitchen.core import catalog
+from triton_kitchen.labs import queue_toy
 from triton_kitchen.tools import calibration, sim_figures, simulator
-from ui import boxes, errors, server
+from ui import boxes, errors, predict, server
 from ui.i18n import lang, t
 
 ILLUSTRATIVE = simulator.ServiceModel(
@@ -163,3 +165,54 @@ def render() -> None:
         _stream()
     with boxes.remembered_expander("toy_why_box", t("toy.why_title")):
         st.markdown(t("toy.why_body"))
+
+
+# -- chapter 9: the queue's rules, drawn -------------------------------------------------------------------------
+def _toy_detail(result: queue_toy.Scenario) -> str:
+    """The reveal's line: what the picture shows, in numbers taken from the simulated run."""
+    if result.name == "priority":
+        ends = {c: f"{max(result.ends(c, queue_toy.URGENT)):g}" for c in result.cases}
+        return t("ch9.toy_priority_detail", levels=ends["levels"], fifo=ends["fifo"])
+    if result.name == "bounded":
+        counts = {c: result.accepted(c, after_ms=0.0) for c in result.cases}
+        return t(
+            "ch9.toy_bounded_detail",
+            one=counts["one"],
+            one_refused=20 - counts["one"],
+            levels=counts["levels"],
+            levels_refused=20 - counts["levels"],
+        )
+    delayed = result.ends("delay", queue_toy.EARLY)
+    return t(
+        "ch9.toy_timeout_detail",
+        rejected=len(result.refused("reject", queue_toy.EARLY)),
+        delay_end=f"{delayed[-1]:g}",
+    )
+
+
+def queue_timeline(name: str) -> None:
+    """Chapter 9's drawn timeline ``name`` (``queue_toy.SCENARIOS``): the story, the prediction, and once the
+    learner asks for it, the picture of both cases and "your prediction / what happened"."""
+    key = f"ch9_toy_{name}"
+    st.caption(t(f"ch9.toy_{name}_setup"))
+    kwargs = {}
+    if name == "timeout":
+        lo, hi = queue_toy.STREAM_BATCHES
+        kwargs["stream_batches"] = st.slider(
+            t("ch9.toy_stream"), lo, hi, 5, key=f"{key}_stream", persist_state="session"
+        )
+    options = predict.choices(f"ch9.toy_{name}", queue_toy.OPTIONS[name])
+    predict.ask(key, t(f"ch9.toy_{name}_predict"), options)
+    if st.button(t("ch9.toy_draw"), key=f"{key}_draw"):
+        predict.lock(key)
+        st.session_state[f"{key}_drawn"] = True
+    if not st.session_state.get(f"{key}_drawn"):
+        return
+    result = queue_toy.SCENARIOS[name](**kwargs)
+    cases = [(t(f"ch9.toy_case_{name}_{c}"), r) for c, r in result.cases.items()]
+    fig = sim_figures.lanes(
+        cases, lang(), queue_toy.MARKS, result.marked, unit_ms=simulator.GUIDE_X_MS, unit="X"
+    )
+    st.plotly_chart(fig, width="stretch", key=f"{key}_fig")
+    st.caption(t("ch9.toy_note"))
+    predict.reveal(key, options, result.outcome(), _toy_detail(result))

@@ -8,7 +8,7 @@ import streamlit as st
 
 from triton_kitchen.core import override
 from triton_kitchen.labs import experiments, scheduling
-from ui import errors, predict, server, tables
+from ui import batching_toy, errors, predict, server, tables
 from ui.i18n import t
 from ui.lesson import page_link, render_lesson
 
@@ -95,15 +95,59 @@ def instances() -> None:
     page_link("views/lab_batching.py", "ch9.to_batching_lab")
 
 
-# -- scheduling ------------------------------------------------------------------------------------------------
+# -- priorities and queue policy ------------------------------------------------------------------------------------
+def _refusal(ep, case: str) -> None:
+    """A button that asks Triton for preserve_ordering beside what it refuses with it (``case``), and its words:
+    its answer to the load request, and the reason it logged (the embedded server's log)."""
+    if st.button(t(f"ch9.order_{case}_run"), key=f"ch9_order_{case}_run"):
+        embedded = server.supervisor().server if ep.embedded else None
+        log = embedded.log_tail if embedded is not None else None
+        try:
+            with st.spinner(t("ch9.running")):
+                st.session_state[f"ch9_order_{case}"] = (scheduling.ordering_refusal(ep, case, log),)
+        except Exception as exc:  # noqa: BLE001
+            errors.show_error(exc)
+    done = st.session_state.get(f"ch9_order_{case}")
+    if done is not None:
+        (refusal,) = done
+        if refusal is None:
+            st.success(t("ch9.order_loaded"), icon="🟢")
+        else:
+            st.caption(t("ch9.order_refused"))
+            st.code(
+                "\n".join(filter(None, (refusal.answer, refusal.logged))), language="text", wrap_lines=True
+            )
+
+
+def _pause_note() -> None:
+    """Said before the priority run: the batcher's half-second pause in this Triton, and what was measured."""
+    measured = scheduling.BATCHER_PAUSE
+    with st.container(border=True):
+        st.markdown(t("ch9.pause_before"))
+        tables.show(
+            [
+                {
+                    t("ch9.col.setting"): setting,
+                    t("ch9.col.paused"): f"{paused} / {of}",
+                    t("ch9.col.gap"): gap,
+                    t("ch9.col.gap_trickle"): trickled,
+                }
+                for setting, paused, of, gap, trickled in measured["rows"]
+            ]
+        )
+        st.caption(t("ch9.pause_measured", machine=measured["machine"], command=measured["command"]))
+
+
 def _finish_chart(result: scheduling.PriorityResult) -> None:
     fig = go.Figure()
+    series = (
+        ("early", t("ch9.prio_early"), "#9ecae1", 8, "circle"),
+        ("trickle", t("ch9.prio_trickle"), "#bdbdbd", 6, "circle-open"),
+        ("late", t("ch9.prio_late"), "#e6550d", 11, "diamond"),
+    )
     for b, name in ((result.fifo, t("ch9.prio_fifo")), (result.priority, t("ch9.prio_levels"))):
-        for prio, label, color in (
-            (0, t("ch9.prio_early"), "#9ecae1"),
-            (scheduling.HIGH, t("ch9.prio_late"), "#e6550d"),
-        ):
-            done = [s.done_ms for s in b.sent if s.ok and s.priority == prio]
+        for kind, label, color, size, symbol in series:
+            done = [s.done_ms for s in b.sent if s.ok and scheduling.kind_of(s) == kind]
             fig.add_trace(
                 go.Scatter(
                     x=done,
@@ -112,7 +156,7 @@ def _finish_chart(result: scheduling.PriorityResult) -> None:
                     name=label,
                     legendgroup=label,
                     showlegend=b is result.fifo,
-                    marker=dict(color=color, size=11 if prio else 8, symbol="diamond" if prio else "circle"),
+                    marker=dict(color=color, size=size, symbol=symbol),
                 )
             )
     fig.update_layout(
@@ -147,7 +191,7 @@ def _priority(ep) -> None:
         t("ch9.col.measure"),
     )
     pause, fifo_pause = result.priority.longest_pause_ms() or 0.0, result.fifo.longest_pause_ms() or 0.0
-    if pause >= scheduling.PAUSE_NOTE_MS > fifo_pause:  # measured in this run: say why the latencies grew
+    if pause >= scheduling.PAUSE_NOTE_MS > fifo_pause:  # measured in this run: say where it came from
         st.info(t("ch9.prio_pause", ms=round(pause), fifo_ms=round(fifo_pause)), icon="⏸️")
     st.code(result.priority.config_text, language="protobuf")
     predict.reveal(
@@ -158,11 +202,35 @@ def _priority(ep) -> None:
             "ch9.prio_detail",
             early=result.early,
             late=result.late,
-            total=result.early + result.late,
+            trickle=result.trickled(),
             answered=result.early_done(),
             waiting=result.early_waiting(),
         ),
     )
+
+
+def _queue_chart(b) -> None:
+    """Each request of the queue run at the moment Triton answered or refused it, one row per outcome."""
+    fig = go.Figure()
+    for outcome, color in (
+        ("answered", "#3182bd"),
+        ("full", "#c0392b"),
+        ("timeout", "#e6550d"),
+        ("other", "#777"),
+    ):
+        done = [s.done_ms for s in b.sent if s.done_ms is not None and scheduling.refusal_kind(s) == outcome]
+        if done:
+            fig.add_trace(
+                go.Scatter(
+                    x=done,
+                    y=[t(f"ch9.q_row_{outcome}")] * len(done),
+                    mode="markers",
+                    marker=dict(color=color, size=8, symbol="circle" if outcome == "answered" else "x"),
+                    showlegend=False,
+                )
+            )
+    fig.update_layout(height=200, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=t("ch9.q_axis"))
+    st.plotly_chart(fig, width="stretch", key="ch9_q_fig")
 
 
 def _queue(ep) -> None:
@@ -183,6 +251,7 @@ def _queue(ep) -> None:
     action = c3.radio(
         t("ch9.q_action"), scheduling.ACTIONS, horizontal=True, key="ch9_q_action", persist_state="session"
     )
+    st.caption(t("ch9.q_pause_before", **scheduling.pause_counts()))
     options = predict.choices("ch9.q", ("all", "some", "none"))
     predict.ask("ch9_q", t("ch9.q_predict"), options)
     if st.button(t("ch9.q_run"), type="primary", key="ch9_q_run"):
@@ -196,6 +265,7 @@ def _queue(ep) -> None:
     m1.metric(t("ch9.q_sent"), len(b.sent))
     m2.metric(t("ch9.q_answered"), b.answered)
     m3.metric(t("ch9.q_refused"), b.refused)
+    _queue_chart(b)
     st.code(b.config_text, language="protobuf")
     if b.errors():
         st.caption(t("ch9.q_errors"))
@@ -203,26 +273,30 @@ def _queue(ep) -> None:
     predict.reveal("ch9_q", options, result.outcome(), t("ch9.q_detail", mean=_fmt(b.mean_latency_ms())))
 
 
-def scheduling_demo() -> None:
+def priorities() -> None:
+    batching_toy.queue_timeline("priority")
     ep = server.endpoint()
+    st.markdown(f"**{t('ch9.real_title')}**")
     if ep is None:
         server.say_no_server()
         return
     _remote_note(ep)
-    # words bound now, not when a test formats them later
-    labels = predict.choices("ch9.sched", ("priority", "queue"))
-    which = st.radio(
-        t("ch9.sched_pick"),
-        list(labels),
-        format_func=labels.get,
-        horizontal=True,
-        key="ch9_sched_pick",
-        persist_state="session",
-    )
-    if which == "priority":
-        _priority(ep)
-    else:
-        _queue(ep)
+    _pause_note()
+    _priority(ep)
+    _refusal(ep, "priority")
+
+
+def queue_policy() -> None:
+    batching_toy.queue_timeline("bounded")
+    batching_toy.queue_timeline("timeout")
+    ep = server.endpoint()
+    st.markdown(f"**{t('ch9.real_title')}**")
+    if ep is None:
+        server.say_no_server()
+        return
+    _remote_note(ep)
+    _queue(ep)
+    _refusal(ep, "delay")
 
 
 # -- queueing --------------------------------------------------------------------------------------------------
@@ -313,7 +387,8 @@ render_lesson(
     9,
     live={
         "instance_group": instances,
-        "scheduling": scheduling_demo,
+        "priorities": priorities,
+        "queue_policy": queue_policy,
         "queueing": little,
         "ensemble_speed": ensemble_speed,
     },

@@ -14,6 +14,7 @@ prediction. Numbers are measured; nothing here is simulated.
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -23,20 +24,67 @@ from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.override import MODEL, BatchingError, load_model, overridden
 from triton_kitchen.tools import batch_runs
 from triton_kitchen.tools.bench import BenchProgress, BenchResult, run_bench
-from triton_kitchen.tools.burst import MAX_BURST, Burst, burst, warm_up
+from triton_kitchen.tools.burst import MAX_BURST, Burst, Sent, burst, warm_up
 from triton_kitchen.tools.load import LoadSpec
 
 ACTIONS = ("REJECT", "DELAY")
 MAX_TIMEOUT_US = 1_000_000
 HIGH = 1  # Triton's priority 1 is the highest level
-# A pause between answers this long (ms) in the priority run is said on the page: with priority levels on, Triton's
-# batcher idles about 0.5 s (its thread's default wait) in most bursts, never without (benchmarks/priority_pause.py)
-PAUSE_NOTE_MS = 300.0
 LOW = 2  # with priority_levels: 2, the default level of our priority config
+# A pause between answers this long (ms) in the priority run is said on the page: Triton 2.51's batcher can sleep
+# its 0.5 s default wait with priority levels, max_queue_size, a queue timeout or allow_timeout_override
+PAUSE_NOTE_MS = 300.0
+# The priority run's trickle: one ordinary request this often (s) until the urgent ones are answered. A new request
+# wakes that sleeping batcher, so the urgent ones do not wait out its half second (BATCHER_PAUSE, "with a trickle")
+TRICKLE_S = 0.05
+
+# What benchmarks/batcher_pause.py measured, shown on the page before the runs: per setting (alone in the classifier's
+# dynamic_batching block), the bursts of 32 with a gap of >= 300 ms between two answers, the longest gap (ms), and
+# the longest gap when one more request arrives every 50 ms. A Python model whose every execution takes 20 ms, on
+# the embedded 2.51 server, 10 rounds (the first table of the command's output, and the "trickle" table's gaps).
+BATCHER_PAUSE = {
+    "command": "python benchmarks/batcher_pause.py --model sleep --reps 10",
+    "machine": "a shared 2-core x86_64 VM, embedded Triton 2.51",
+    "rows": [  # setting, bursts paused, of, longest gap (ms), longest gap with the trickle (ms)
+        ("none", 0, 10, 96, 54),
+        ("priority_levels: 2", 10, 10, 522, 65),
+        ("max_queue_size: 64", 10, 10, 546, 110),
+        ("default_timeout_microseconds: 10000000", 9, 10, 581, 103),
+        ("allow_timeout_override: true", 9, 10, 522, 105),
+    ],
+}
 
 
 class SchedulingError(BatchingError):
     """A setting outside what the chapter allows (``bad_settings``), or the repository API refused a load."""
+
+
+def pause_counts() -> dict:
+    """From ``BATCHER_PAUSE``: the bursts that paused with max_queue_size alone, a timeout alone and neither."""
+    rows = {r[0].split(":")[0]: r for r in BATCHER_PAUSE["rows"]}
+    return {
+        "size_paused": rows["max_queue_size"][1],
+        "timeout_paused": rows["default_timeout_microseconds"][1],
+        "none_paused": rows["none"][1],
+        "of": rows["none"][2],
+        "command": BATCHER_PAUSE["command"],
+    }
+
+
+def kind_of(sent: Sent) -> str:
+    """A priority run's request: "late" (sent with the high priority), "trickle" (sent meanwhile) or "early"."""
+    return "late" if sent.priority == HIGH else "trickle" if sent.trickle else "early"
+
+
+QUEUE_FULL = "Exceeds maximum queue size"  # Triton's words (core r24.10 scheduler_utils.cc)
+TIMED_OUT = "Request timeout expired"  # (dynamic_batch_scheduler.cc)
+
+
+def refusal_kind(sent: Sent) -> str:
+    """A queue run's request: "answered", refused for a "full" queue, refused when it "timeout"-ed, or "other"."""
+    if sent.ok:
+        return "answered"
+    return "full" if QUEUE_FULL in sent.error else "timeout" if TIMED_OUT in sent.error else "other"
 
 
 # -- configs -------------------------------------------------------------------------------------------------
@@ -141,6 +189,10 @@ class PriorityResult:
         fifo_overtook = fifo_waiting > 0 and fifo_behind > fifo_waiting / 2
         return "overtake" if overtook and not fifo_overtook else "no_change"
 
+    def trickled(self) -> int:
+        """How many ordinary requests the priority run's trickle sent while the late ones waited."""
+        return sum(1 for s in self.priority.sent if s.trickle)
+
     def early_waiting(self) -> int:
         """How many of the early requests the late ones could overtake, under priorities (``still_waiting``)."""
         return self.priority.ahead_of_waiting(HIGH)[1]
@@ -151,9 +203,14 @@ class PriorityResult:
         return sum(1 for s in self.priority.sent if s.priority != HIGH and s.ok and id(s) not in waiting)
 
 
-def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: float = 0.02) -> PriorityResult:
-    """The same burst twice: ``early`` requests at the default priority, then ``late`` at the highest. First
-    with no priority levels (first come, first served), then with two levels. Original config restored."""
+def priority_demo(
+    endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: float = 0.02, trickle_s: float = TRICKLE_S
+) -> PriorityResult:
+    """The same burst twice: ``early`` requests at the default priority, then ``late`` at the highest, then one
+    ordinary request every ``trickle_s`` until the late ones are answered (traffic keeps arriving; it also wakes
+    Triton 2.51's batcher, which without payload prefetching can otherwise sleep half a second before the late
+    ones' batch). First with no priority levels (first come, first served), then with two. Original config
+    restored."""
     with overridden(endpoint, MODEL) as original:
         bursts = []
         for levels in (0, 2):
@@ -170,6 +227,7 @@ def priority_demo(endpoint: Endpoint, early: int = 32, late: int = 4, gap_s: flo
                     gap_s,
                     label=f"priority_levels {levels}",
                     config_text=pbtxt(cfg),
+                    trickle_s=trickle_s,
                 )
             )
     return PriorityResult(bursts[0], bursts[1], early, late)
@@ -249,12 +307,65 @@ def gpu_refusal(endpoint: Endpoint) -> str:
     return ""
 
 
+ORDERING_CASES = ("priority", "delay")
+
+
+def ordering_config(base: dict, case: str) -> dict:
+    """``base`` with ``preserve_ordering: true`` and what Triton refuses beside it: two priority levels
+    (``priority``), or a queue policy that DELAYs on a 50 ms timeout (``delay``)."""
+    if case not in ORDERING_CASES:
+        raise SchedulingError(f"case must be one of {', '.join(ORDERING_CASES)}", "bad_settings")
+    cfg = (
+        priority_config(base, 2)
+        if case == "priority"
+        else queue_config(base, QueuePolicy(0, 50_000, "DELAY"))
+    )
+    cfg["dynamic_batching"]["preserve_ordering"] = True
+    return cfg
+
+
+POLL_FAILED = "Poll failed for model directory"  # Triton's log line when a config fails its checks on load
+
+
+@dataclass
+class Refusal:
+    """Triton's refusal of a config: its answer to the load request (a config that fails Triton's checks gets only
+    "failed to poll from model repository") and the reason it wrote in its log ("" where the log is not ours)."""
+
+    answer: str
+    logged: str = ""
+
+
+def logged_reason(before: str, after: str) -> str:
+    """The config check's reason Triton logged between two reads of its log: the last new "Poll failed" line's
+    message ("Poll failed for model directory 'classifier': Only one priority level is allowed ..."), or ""."""
+    seen = set(before.splitlines())
+    new = [line for line in after.splitlines() if POLL_FAILED in line and line not in seen]
+    if not new:
+        return ""
+    line = new[-1]
+    return line[line.index(POLL_FAILED) :].rstrip().rstrip('"')
+
+
+def ordering_refusal(endpoint: Endpoint, case: str, log: Callable[[], str] | None = None) -> Refusal | None:
+    """Ask Triton to load the classifier with ``preserve_ordering: true`` and, beside it, two priority levels or a
+    DELAY timeout (``ordering_config``); Triton's refusal, or None if it loaded. ``log``: reads the server's log
+    (the embedded server's), where Triton says why. Original config restored."""
+    before = log() if log else ""
+    with overridden(endpoint, MODEL) as original:
+        try:
+            load_model(endpoint, MODEL, ordering_config(original, case))
+        except BatchingError as exc:
+            if exc.code == "no_control_api":
+                raise
+            return Refusal(triton_text(exc.detail), logged_reason(before, log()) if log else "")
+    return None
+
+
 def triton_text(detail: str) -> str:
     """Triton's own words from a refused load: what follows the HTTP status in the app's error detail."""
-    marker = detail.find("HTTP 4")
-    if marker < 0:
-        return detail
-    return detail[marker:].split(": ", 1)[-1].strip()
+    found = re.search(r"HTTP [45]\d\d: ", detail)
+    return detail[found.end() :].strip() if found else detail
 
 
 @dataclass

@@ -21,6 +21,7 @@ from triton_kitchen.core.override import BatchingError
 from triton_kitchen.tools.batch_runs import classifier_inputs
 
 MAX_BURST = 64
+MAX_TRICKLE = 40  # requests a burst's trickle may add
 BURST_TIMEOUT_S = 60.0
 SAME_BATCH_MS = 10.0  # answers this close (ms) came from one batch (batches of 8 take tens of ms here)
 
@@ -34,6 +35,7 @@ class Sent:
     sent_ms: float
     done_ms: float | None = None
     error: str = ""  # Triton's text, verbatim ("[StatusCode.UNAVAILABLE] Request timeout expired")
+    trickle: bool = False  # sent after the burst, while waiting for the late ones (``burst(trickle_s=...)``)
 
     @property
     def ok(self) -> bool:
@@ -75,13 +77,21 @@ class Burst:
 
     def still_waiting(self, priority: int) -> list[Sent]:
         """The answered requests that requests of ``priority`` could overtake (those of ``priority`` too), in the
-        order they finished: not yet answered when the first of them left the client, and not in the batch the
-        server was finishing then (the first batch answered after, if it holds none of them: a running batch is
-        never interrupted, and one formed before they arrived could not take them)."""
+        order they finished: sent no later than the first of them, not yet answered when it left the client, and not in the
+        batch the server was finishing then (the first batch answered after, if it holds none of them: a running
+        batch is never interrupted, and one formed before they arrived could not take them)."""
         late = [s.sent_ms for s in self.sent if s.priority == priority]
         if not late:
             return []
-        after = sorted((s for s in self.sent if s.ok and s.done_ms > min(late)), key=lambda s: s.done_ms)
+        first = min(late)
+        after = sorted(
+            (
+                s
+                for s in self.sent
+                if s.ok and s.done_ms > first and (s.priority == priority or s.sent_ms <= first)
+            ),
+            key=lambda s: s.done_ms,
+        )
         if after:  # one batch's answers reach the client within a few ms of each other
             batch = [s for s in after if s.done_ms <= after[0].done_ms + SAME_BATCH_MS]
             if all(s.priority != priority for s in batch):
@@ -135,18 +145,27 @@ def burst(
     config_text: str = "",
     timeout_s: float = BURST_TIMEOUT_S,
     model: str = CLASSIFIER,
+    trickle_s: float = 0.0,
+    trickle_max: int = MAX_TRICKLE,
 ) -> Burst:
-    """``n`` requests to ``model`` (the classifier: its ``input`` and ``logits``) at once (no priority given), then, ``gap_s`` later, ``late`` more with
-    ``late_priority``; waits for every answer (or ``timeout_s``). On the app's one gRPC client, asynchronous:
-    no thread per request."""
+    """``n`` requests to ``model`` (the classifier: its ``input`` and ``logits``) at once (no priority given), then,
+    ``gap_s`` later, ``late`` more with ``late_priority``; waits for every answer (or ``timeout_s``). On the app's
+    one gRPC client, asynchronous: no thread per request.
+
+    ``trickle_s``: after the late ones, one more request (no priority given, ``Sent.trickle``) every ``trickle_s``
+    until the late ones are answered (at most ``trickle_max``): traffic that keeps arriving, as real traffic does.
+    It also wakes a batcher that waits for a new request (Triton 2.51 without payload prefetching)."""
     if not 1 <= n + late <= MAX_BURST:
         raise BatchingError(f"a burst is 1..{MAX_BURST} requests", "bad_settings")
+    if trickle_s < 0 or not 0 <= trickle_max <= MAX_TRICKLE:
+        raise BatchingError(f"a trickle is 0..{MAX_TRICKLE} requests, at least 0 s apart", "bad_settings")
     client = clients.grpc_client(endpoint)
     tensor = _input()
     outputs = [grpcclient.InferRequestedOutput("logits")]
     out = Burst(label, config_text)
     lock = threading.Lock()
-    all_done = threading.Event()
+    all_done, late_done = threading.Event(), threading.Event()
+    sending = [True]
     t0 = time.perf_counter()
 
     def answered(item: Sent):
@@ -155,13 +174,15 @@ def burst(
             with lock:
                 item.done_ms = (time.perf_counter() - t0) * 1000
                 item.error = "" if error is None else str(error)
-                if all(s.done_ms is not None for s in out.sent) and len(out.sent) == n + late:
+                if len(out.sent) >= n + late and all(s.done_ms is not None for s in out.sent[n : n + late]):
+                    late_done.set()
+                if not sending[0] and all(s.done_ms is not None for s in out.sent):
                     all_done.set()
 
         return callback
 
-    def send(i: int, priority: int) -> None:
-        item = Sent(i, priority, (time.perf_counter() - t0) * 1000)
+    def send(i: int, priority: int, trickle: bool = False) -> None:
+        item = Sent(i, priority, (time.perf_counter() - t0) * 1000, trickle=trickle)
         with lock:
             out.sent.append(item)
         client.async_infer(
@@ -179,7 +200,16 @@ def burst(
         time.sleep(gap_s)
         for i in range(n, n + late):
             send(i, late_priority)
-    all_done.wait(timeout_s + 1.0)
+    if trickle_s > 0 and late:
+        for i in range(n + late, n + late + trickle_max):
+            if late_done.wait(trickle_s) or time.perf_counter() - t0 > timeout_s:
+                break
+            send(i, 0, trickle=True)
+    with lock:
+        sending[0] = False
+        if all(s.done_ms is not None for s in out.sent):
+            all_done.set()
+    all_done.wait(max(0.0, timeout_s + 1.0 - (time.perf_counter() - t0)))
     with lock:
         for s in out.sent:
             if s.done_ms is None:

@@ -118,3 +118,98 @@ def histograms(series: dict[str, dict[int, int]], lang: str, height: int = 280) 
         margin_t=30,
     )
     return fig
+
+
+def lanes(
+    cases: list[tuple[str, SimResult]],
+    lang: str,
+    marks: dict[str, str],
+    marked: str,
+    unit_ms: float,
+    unit: str = "X",
+) -> go.Figure:
+    """Several simulated runs of the same arrivals, one above the other (chapter 9's priority lane and bounded
+    queue). Per case: a row where the requests of group ``marked`` (a request's ``name``) wait, drawn as orange lines
+    from arrival to start; the instance's row, each batch a bar labelled with what it holds per group
+    (``marks``: group -> the sign written after its count, e.g. "2★ 6"), orange when it holds ``marked``; and, if
+    any, a row of the requests Triton refused, a cross per moment with their count."""
+    fig = go.Figure()
+    rows: list[str] = []
+    for label, result in cases:
+        wait_row = _t("toy.lane_wait_row", lang, case=label, mark=marks.get(marked, ""))
+        run_row = _t("toy.lane_run_row", lang, case=label)
+        refused_row = _t("toy.lane_refused_row", lang, case=label)
+        mine = [r for r in result.requests if r.name == marked]
+        waits = sorted({(r.arrival_ms, r.start_ms) for r in mine if r.start_ms is not None})
+        refused = [r for r in result.requests if r.refused]
+        rows += [wait_row, run_row] + ([refused_row] if refused else [])
+        for arrived, started in waits:
+            n = sum(1 for r in mine if (r.arrival_ms, r.start_ms) == (arrived, started))
+            fig.add_trace(
+                go.Scatter(
+                    x=[arrived / unit_ms, started / unit_ms],
+                    y=[wait_row] * 2,
+                    mode="lines+markers",
+                    line=dict(color=WAIT_COLOR, width=3),
+                    marker=dict(size=7),
+                    showlegend=False,
+                    hovertemplate=_t(
+                        "toy.lane_wait_hover",
+                        lang,
+                        n=n,
+                        mark=marks.get(marked, ""),
+                        ms=(started - arrived) / unit_ms,
+                        unit=unit,
+                    )
+                    + "<extra></extra>",
+                )
+            )
+        for b in result.batches:
+            held = [result.requests[i].name for i in b.requests]
+            text = " ".join(f"{held.count(g)}{sign}" for g, sign in marks.items() if g in held)
+            fig.add_trace(
+                go.Bar(
+                    base=[b.start_ms / unit_ms],
+                    x=[(b.end_ms - b.start_ms) / unit_ms],
+                    y=[run_row],
+                    orientation="h",
+                    marker_color=WAIT_COLOR if marked in held else BATCH_COLORS[2],
+                    marker_line=dict(color="white", width=1),
+                    text=[text],
+                    textposition="inside",
+                    insidetextanchor="middle",
+                    showlegend=False,
+                    hovertemplate=_t("toy.batch_hover", lang, size=b.size, start="%{base:.3g}", unit=unit)
+                    + "<extra></extra>",
+                )
+            )
+        moments = sorted({(r.refused_ms, r.refused) for r in refused})
+        for at, why in moments:
+            here = [r for r in refused if (r.refused_ms, r.refused) == (at, why)]
+            text = " ".join(
+                f"{sum(1 for r in here if r.name == g)}{sign}"
+                for g, sign in marks.items()
+                if any(r.name == g for r in here)
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=[at / unit_ms],
+                    y=[refused_row],
+                    mode="markers+text",
+                    marker=dict(symbol="x", size=12, color="#c0392b"),
+                    text=[f"✕ {text}"],
+                    textposition="middle right",
+                    showlegend=False,
+                    hovertemplate=_t(f"toy.refused_{why}", lang, n=len(here), t=at / unit_ms, unit=unit)
+                    + "<extra></extra>",
+                )
+            )
+    fig.update_layout(
+        barmode="overlay",
+        height=90 + 40 * len(rows),
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=_t("toy.time_axis", lang, unit=unit),
+        xaxis=dict(rangemode="tozero", dtick=1),
+        yaxis=dict(categoryorder="array", categoryarray=list(reversed(rows))),
+    )
+    return fig

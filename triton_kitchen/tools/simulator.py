@@ -8,6 +8,15 @@ preferred size that can be formed, if any. A batch starts only on a free instanc
 request is its own execution. Service time per batch size comes from :class:`ServiceModel` (calibrated from the
 live server by :mod:`triton_kitchen.tools.calibration`), plus the time spent outside the server per request.
 
+The queue in front of the batcher follows Triton's ``PriorityQueue`` (core r24.10 scheduler_utils.cc): with
+``priority_levels`` one queue per level, each batch filled from level 1 (the highest) first; a request that names
+no level, or one above ``priority_levels``, gets ``default_priority_level``. The default queue policy applies to
+each level: a request that finds its level's queue holding ``max_queue_size`` (delayed requests included) is
+refused at once; one that waited longer than its timeout is refused (``REJECT``) or moved behind every request of
+its level that has not timed out (``DELAY``). Triton looks at timeouts while it walks the queue to form a batch;
+the simulator looks at every waiting request each time it forms one. The batcher's own pauses (Triton 2.51 can
+sleep up to 500 ms with any of these settings: benchmarks/batcher_pause.py) are not simulated.
+
 Everything is simulated, never measured: results say so (``"kind": "simulated"``). Same inputs, same seed, same
 result.
 """
@@ -21,6 +30,18 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 MAX_REQUESTS = 200_000
+ACTIONS = ("REJECT", "DELAY")  # a queue policy's timeout_action
+FULL, TIMED_OUT = "full", "timeout"  # why a request was refused: its queue was full, or it waited too long
+
+
+def effective_timeout_us(default_us: int, allow_override: bool, requested_us: int) -> int:
+    """A request's queue timeout as Triton's ``PolicyQueue::Enqueue`` sets it: the policy's default; the request's
+    own (``timeout`` in the client's ``infer``) only where overrides are allowed and it is non-zero and shorter
+    than the default. So a request can shorten a timeout, never lengthen it, and with no default (0) its own is
+    ignored. 0: no timeout."""
+    if allow_override and requested_us != 0 and requested_us < default_us:
+        return requested_us
+    return default_us
 
 
 @dataclass(frozen=True)
@@ -32,8 +53,28 @@ class BatcherConfig:
     preferred_batch_sizes: tuple[int, ...] = ()
     max_queue_delay_us: int = 0
     instances: int = 1
+    # the queue: priority levels and the default queue policy (applied to every level), as in dynamic_batching
+    priority_levels: int = 0
+    default_priority_level: int = 0
+    max_queue_size: int = 0  # per level; 0: no limit
+    timeout_us: int = 0  # default_timeout_microseconds; 0: none
+    timeout_action: str = "REJECT"
+    allow_timeout_override: bool = False
 
     def __post_init__(self) -> None:
+        if self.priority_levels < 0 or self.max_queue_size < 0 or self.timeout_us < 0:
+            raise ValueError("priority_levels, max_queue_size and timeout_us must be >= 0")
+        if self.priority_levels and not 1 <= self.default_priority_level <= self.priority_levels:
+            raise ValueError(  # Triton's words for this config
+                f"default priority level must be in range [1, {self.priority_levels}]"
+            )
+        if self.timeout_action not in ACTIONS:
+            raise ValueError(f"timeout_action must be one of {', '.join(ACTIONS)}")
+        queue_rules = (
+            self.priority_levels or self.max_queue_size or self.timeout_us or self.allow_timeout_override
+        )
+        if queue_rules and not self.dynamic_batching:
+            raise ValueError("priority levels and queue policies belong to dynamic_batching")
         if self.max_batch_size < 1:
             raise ValueError("max_batch_size must be at least 1 (a model with 0 does not batch)")
         if self.instances < 1:
@@ -94,6 +135,12 @@ class SimRequest:
     end_ms: float | None = None
     batch: int | None = None
     instance: int | None = None
+    priority: int = 0  # as the client sent it; 0: none (the model's default level)
+    timeout_us: int = 0  # the request's own queue timeout (used only where the policy allows an override)
+    level: int = 0  # the queue it waited in (0 without priority levels)
+    refused: str = ""  # FULL or TIMED_OUT: Triton answered it with an error instead of running it
+    refused_ms: float | None = None
+    delayed_ms: float | None = None  # DELAY: when it moved behind the requests that had not timed out
 
     @property
     def queue_ms(self) -> float:
@@ -148,7 +195,8 @@ def _summarize(result: SimResult) -> dict:
     # a steady-state rate: answers after the window opened, over the window (it opens at the last warm-up
     # answer, or at the first answer when there is no warm-up)
     ends = sorted(r.end_ms for r in result.requests if r.end_ms is not None)
-    opened = ends[result.warmup - 1] if result.warmup else (ends[0] if ends else 0.0)
+    warm = min(result.warmup, len(ends))  # refused requests have no answer time
+    opened = ends[warm - 1] if warm else (ends[0] if ends else 0.0)
     counted = sum(1 for t in ends if t > opened + 1e-9)
     span = (ends[-1] - opened) if ends else 0.0
     throughput = counted / span * 1000 if span > 0 else 0.0
@@ -172,6 +220,7 @@ def _summarize(result: SimResult) -> dict:
         if done and all(r.sent_ms is not None for r in done)
         else 0.0,
         "late": result.late,
+        "refused": {why: sum(1 for r in result.requests if r.refused == why) for why in (FULL, TIMED_OUT)},
         "calibration": {int(k): v for k, v in sorted(result.service.batch_ms.items())},
     }
 
@@ -195,6 +244,9 @@ class _Engine:
         self.on_scheduled = None  # callback(request, now): an open loop's scheduled time has come
         self.client_free = service.client_parallelism or math.inf
         self.client_waiting: deque[SimRequest] = deque()
+        self.order: dict[int, tuple] = {}  # request id -> its place within its level (see _ordered)
+        self.deadline: dict[int, float] = {}  # request id -> when its queue timeout runs out (ms)
+        self.moves = 0
 
     def push(self, t: float, kind: str, payload: object, priority: int = 1) -> None:
         self.seq += 1
@@ -216,26 +268,77 @@ class _Engine:
             work *= 1 + self.service.outside_jitter * self.rng.uniform(-1.0, 1.0)
         self.push(now + work, "prepared", req)
 
+    def _enqueue(self, req: SimRequest, now: float) -> None:
+        """Into its level's queue, or refused at once when that queue is full (Triton's ``Exceeds maximum queue
+        size``)."""
+        cfg = self.config
+        p = req.priority
+        req.level = (
+            0
+            if not cfg.priority_levels
+            else cfg.default_priority_level
+            if not 0 < p <= cfg.priority_levels
+            else p
+        )
+        if cfg.max_queue_size and sum(1 for r in self.queue if r.level == req.level) >= cfg.max_queue_size:
+            self._refuse(req, FULL, now)
+            return
+        self.moves += 1
+        self.order[req.id] = (0, self.moves)
+        timeout = effective_timeout_us(cfg.timeout_us, cfg.allow_timeout_override, req.timeout_us)
+        if timeout:
+            self.deadline[req.id] = now + timeout / 1000
+        self.queue.append(req)
+
+    def _refuse(self, req: SimRequest, why: str, now: float) -> None:
+        req.refused, req.refused_ms = why, now
+        if self.on_done is not None:  # the client has its answer (an error): a closed loop sends again
+            self.on_done(req, now)
+
+    def _apply_policy(self, now: float) -> None:
+        """Requests whose timeout ran out: refused (REJECT) or moved behind their level's others (DELAY)."""
+        for r in list(self.queue):
+            deadline = self.deadline.get(r.id)
+            if deadline is None or r.delayed_ms is not None or not now > deadline + 1e-9:
+                continue
+            if self.config.timeout_action == "DELAY":
+                self.moves += 1
+                r.delayed_ms = now
+                self.order[r.id] = (1, self.moves)
+            else:
+                self.queue.remove(r)
+                self._refuse(r, TIMED_OUT, now)
+
+    def _ordered(self) -> list[SimRequest]:
+        """The queue in the order the batcher takes it: level 1 first; within a level, the requests that have not
+        timed out in arrival order, then the delayed ones in the order they were moved."""
+        return sorted(self.queue, key=lambda r: (r.level, *self.order[r.id]))
+
     def _form(self, now: float) -> list[SimRequest] | None:
         """The batch to start now, or None to wait (a timer is set for when the oldest request's delay ends)."""
         cfg = self.config
         if not cfg.dynamic_batching:
             return [self.queue[0]]
+        self._apply_policy(now)
+        queue = self._ordered()
+        if not queue:  # every waiting request timed out and was refused
+            return None
         picked, total = [], 0
-        for r in self.queue:
+        for r in queue:
             if total + r.size > cfg.max_batch_size:
                 break
             picked.append(r)
             total += r.size
         if not picked:  # a request larger than max_batch_size runs alone (Triton would refuse it earlier)
-            return [self.queue[0]]
-        more_waiting = len(picked) < len(self.queue)
+            return [queue[0]]
+        more_waiting = len(picked) < len(queue)
         preferred = sorted(cfg.preferred_batch_sizes)
         target = preferred[-1] if preferred else cfg.max_batch_size
         full = total >= target or total == cfg.max_batch_size or more_waiting
-        expired = now - self.queue[0].arrival_ms >= cfg.max_queue_delay_us / 1000 - 1e-9
+        oldest = min(r.arrival_ms for r in queue)
+        expired = now - oldest >= cfg.max_queue_delay_us / 1000 - 1e-9
         if not (full or expired):
-            deadline = self.queue[0].arrival_ms + cfg.max_queue_delay_us / 1000
+            deadline = oldest + cfg.max_queue_delay_us / 1000
             if self.timer_at is None or self.timer_at != deadline:
                 self.timer_at = deadline
                 self.push(deadline, "timer", None, priority=2)
@@ -279,7 +382,7 @@ class _Engine:
                 for rid in batch.requests:
                     self.on_done(self.requests[rid], now)
         elif kind == "arrive":
-            self.queue.append(payload)  # type: ignore[arg-type]
+            self._enqueue(payload, now)  # type: ignore[arg-type]
         elif kind == "scheduled":
             self.on_scheduled(payload, now)
         elif kind == "send":
@@ -292,7 +395,7 @@ class _Engine:
         elif kind == "prepared":
             req = payload  # type: ignore[assignment]
             req.arrival_ms = now
-            self.queue.append(req)
+            self._enqueue(req, now)
             self.client_free += 1
             if self.client_waiting:
                 self._client_start(self.client_waiting.popleft(), now)
@@ -312,13 +415,16 @@ class _Engine:
                 break
 
 
-def simulate_arrivals(
-    config: BatcherConfig, service: ServiceModel, arrivals: list[tuple[float, int, str]]
-) -> SimResult:
-    """Explicit arrivals at the server: (time in ms, request size, name). No clients wait on the answers."""
+def simulate_arrivals(config: BatcherConfig, service: ServiceModel, arrivals: list[tuple]) -> SimResult:
+    """Explicit arrivals at the server: (time in ms, request size, name), optionally followed by the priority the
+    client asks for and the request's own timeout in µs. No clients wait on the answers. Requests that arrive at
+    the same instant enter the queue in the order given."""
     eng = _Engine(config, service)
-    for i, (t, size, name) in enumerate(sorted(arrivals, key=lambda a: a[0])):
-        eng.arrive(SimRequest(i, int(size), float(t), name))
+    for i, (t, size, name, *extra) in enumerate(sorted(arrivals, key=lambda a: a[0])):
+        priority, timeout_us = (list(extra) + [0, 0])[:2]
+        eng.arrive(
+            SimRequest(i, int(size), float(t), name, priority=int(priority), timeout_us=int(timeout_us))
+        )
     eng.run(len(arrivals))
     result = SimResult(config, service, eng.requests, eng.batches, arrivals="explicit")
     result.summary = _summarize(result)
