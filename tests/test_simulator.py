@@ -95,6 +95,24 @@ def test_preferred_sizes_cut_the_batch():
     assert [b.size for b in plain.batches] == [7]
 
 
+def test_largest_preferred_size_goes_at_once_while_the_delay_lasts():
+    # Triton 2.51 (core r24.10 GetDynamicBatch): 5 arrive together at an idle instance, preferred 4 and 8, a 2 ms
+    # delay: 4 go at once, without waiting for 8; the fifth waits for the next free instance
+    config = BatcherConfig(preferred_batch_sizes=(4, 8), max_queue_delay_us=2000)
+    res = simulate_arrivals(config, GUIDE_SERVICE, [(0.0, 1, str(i)) for i in range(5)])
+    assert [(b.size, b.start_ms) for b in res.batches][0] == (4, 0.0)
+
+
+def test_past_the_delay_everything_queued_goes():
+    # the instance is busy for 20 ms while 5 queue up: once the oldest has waited past the 2 ms delay, the
+    # preferred size no longer cuts the batch, and all 5 go together
+    config = BatcherConfig(preferred_batch_sizes=(4, 8), max_queue_delay_us=2000)
+    service = ServiceModel({1: 20.0, 8: 20.0})
+    arrivals = [(0.0, 8, "busy")] + [(1.0, 1, str(i)) for i in range(5)]
+    res = simulate_arrivals(config, service, arrivals)
+    assert [b.size for b in res.batches] == [8, 5]
+
+
 def test_open_loop_below_saturation_throughput_is_the_offered_rate():
     service = ServiceModel({1: 5.0, 8: 12.0}, outside_ms=1.0)
     res = simulate(BatcherConfig(), service, rate_rps=50, requests=2000).summary

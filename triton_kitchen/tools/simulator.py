@@ -323,35 +323,34 @@ class _Engine:
         queue = self._ordered()
         if not queue:  # every waiting request timed out and was refused
             return None
-        picked, total = [], 0
+        # Triton 2.51's GetDynamicBatch (core r24.10 dynamic_batch_scheduler.cc): walk the queue while the batch
+        # fits max_batch_size, remembering the longest prefix that makes a preferred size (or, once the next
+        # request would pass the largest preferred size, the prefix so far).
+        preferred = set(cfg.preferred_batch_sizes)
+        max_preferred = max(preferred) if preferred else cfg.max_batch_size
+        picked, total, best = [], 0, None
         for r in queue:
-            if total + r.size > cfg.max_batch_size:
-                break
+            if picked:
+                if total + r.size > max_preferred and best is None:
+                    best = len(picked)
+                if total + r.size > cfg.max_batch_size:
+                    break
             picked.append(r)
             total += r.size
-        if not picked:  # a request larger than max_batch_size runs alone (Triton would refuse it earlier)
-            return [queue[0]]
-        more_waiting = len(picked) < len(queue)
-        preferred = sorted(cfg.preferred_batch_sizes)
-        target = preferred[-1] if preferred else cfg.max_batch_size
-        full = total >= target or total == cfg.max_batch_size or more_waiting
+            if total in preferred:
+                best = len(picked)
+        delay_ms = cfg.max_queue_delay_us / 1000
         oldest = min(r.arrival_ms for r in queue)
-        expired = now - oldest >= cfg.max_queue_delay_us / 1000 - 1e-9
-        if not (full or expired):
-            deadline = oldest + cfg.max_queue_delay_us / 1000
-            if self.timer_at is None or self.timer_at != deadline:
-                self.timer_at = deadline
-                self.push(deadline, "timer", None, priority=2)
-            return None
-        if preferred:  # cut to the largest preferred size a prefix of the queue forms, when there is one
-            running, best = 0, None
-            for i, r in enumerate(picked):
-                running += r.size
-                if running in preferred:
-                    best = i + 1
-            if best is not None:
-                picked = picked[:best]
-        return picked
+        exceeded = delay_ms > 0 and now - oldest >= delay_ms - 1e-9
+        if best is not None and not exceeded:  # a preferred size goes at once, while the delay lasts
+            return picked[:best]
+        if len(picked) < len(queue) or total >= max_preferred or exceeded or delay_ms == 0:
+            return picked  # past the delay (or with none), whatever is queued goes
+        deadline = oldest + delay_ms
+        if self.timer_at is None or self.timer_at != deadline:
+            self.timer_at = deadline
+            self.push(deadline, "timer", None, priority=2)
+        return None
 
     def dispatch(self, now: float) -> None:
         while self.free and self.queue:
