@@ -144,7 +144,13 @@ def test_the_lanes_picture(lang):
     rows = fig.layout.yaxis.categoryarray
     assert lessons.t("toy.lane_refused_row", lang, case="levels") in rows
     texts = [tr.text[0] for tr in fig.data if tr.text is not None]
-    assert "8★" in texts and any(t.startswith("✕") for t in texts)
+    assert "8★" in texts and "2★ 2" in texts  # a batch of 8 urgent; 2 urgent and 2 ordinary refused
+    assert any(tr.type == "scatter" and tr.marker.symbol == "x" for tr in fig.data)
+    # REJECT: the timed-out requests' wait ends where Triton refused them, at 2X
+    s = queue_toy.timeout()
+    fig = sim_figures.lanes([("reject", s.cases["reject"])], lang, queue_toy.MARKS, s.marked, unit_ms=X)
+    ends = {max(tr.x) for tr in fig.data if tr.type == "scatter" and tr.mode == "lines+markers"}
+    assert ends == {1.0, 2.0}
 
 
 # -- on the page (AppTest, no server: the drawn timelines come before any measurement) -------------------------------

@@ -127,7 +127,7 @@ def _pause_note() -> None:
         tables.show(
             [
                 {
-                    t("ch9.col.setting"): setting,
+                    t("ch9.col.setting"): t("ch9.pause_none") if setting == "none" else setting,
                     t("ch9.col.paused"): f"{paused} / {of}",
                     t("ch9.col.gap"): gap,
                     t("ch9.col.gap_trickle"): trickled,
@@ -135,7 +135,7 @@ def _pause_note() -> None:
                 for setting, paused, of, gap, trickled in measured["rows"]
             ]
         )
-        st.caption(t("ch9.pause_measured", machine=measured["machine"], command=measured["command"]))
+        st.caption(t("ch9.pause_measured", command=measured["command"]))
 
 
 def _finish_chart(result: scheduling.PriorityResult) -> None:
@@ -159,11 +159,11 @@ def _finish_chart(result: scheduling.PriorityResult) -> None:
                     marker=dict(color=color, size=size, symbol=symbol),
                 )
             )
-    fig.update_layout(
-        height=230,
-        margin=dict(l=10, r=10, t=10, b=10),
+    fig.update_layout(  # the legend above the plot, clear of its rows (three entries wrap on a narrow page)
+        height=280,
+        margin=dict(l=10, r=10, t=70, b=10),
         xaxis_title=t("ch9.prio_axis"),
-        legend=dict(orientation="h", y=1.15),
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
     )
     st.plotly_chart(fig, width="stretch", key="ch9_prio_fig")
 

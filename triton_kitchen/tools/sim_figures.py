@@ -130,7 +130,7 @@ def lanes(
 ) -> go.Figure:
     """Several simulated runs of the same arrivals, one above the other (chapter 9's priority lane and bounded
     queue). Per case: a row where the requests of group ``marked`` (a request's ``name``) wait, drawn as orange lines
-    from arrival to start; the instance's row, each batch a bar labelled with what it holds per group
+    from arrival to start (or to a refusal after waiting); the instance's row, each batch a bar labelled with what it holds per group
     (``marks``: group -> the sign written after its count, e.g. "2★ 6"), orange when it holds ``marked``; and, if
     any, a row of the requests Triton refused, a cross per moment with their count."""
     fig = go.Figure()
@@ -140,11 +140,19 @@ def lanes(
         run_row = _t("toy.lane_run_row", lang, case=label)
         refused_row = _t("toy.lane_refused_row", lang, case=label)
         mine = [r for r in result.requests if r.name == marked]
-        waits = sorted({(r.arrival_ms, r.start_ms) for r in mine if r.start_ms is not None})
+        # till it started, or till Triton refused it after waiting (a timeout); a full queue refuses on arrival
+        waited = {r.id: r.start_ms if r.start_ms is not None else r.refused_ms for r in mine}
+        waits = sorted(
+            {
+                (r.arrival_ms, waited[r.id])
+                for r in mine
+                if waited[r.id] is not None and waited[r.id] > r.arrival_ms + 1e-9
+            }
+        )
         refused = [r for r in result.requests if r.refused]
         rows += [wait_row, run_row] + ([refused_row] if refused else [])
         for arrived, started in waits:
-            n = sum(1 for r in mine if (r.arrival_ms, r.start_ms) == (arrived, started))
+            n = sum(1 for r in mine if (r.arrival_ms, waited[r.id]) == (arrived, started))
             fig.add_trace(
                 go.Scatter(
                     x=[arrived / unit_ms, started / unit_ms],
@@ -197,7 +205,7 @@ def lanes(
                     y=[refused_row],
                     mode="markers+text",
                     marker=dict(symbol="x", size=12, color="#c0392b"),
-                    text=[f"✕ {text}"],
+                    text=[text],
                     textposition="middle right",
                     showlegend=False,
                     hovertemplate=_t(f"toy.refused_{why}", lang, n=len(here), t=at / unit_ms, unit=unit)
