@@ -1,8 +1,8 @@
-"""What is wrong on a page, from the text it shows: the checks the browser's click test and the AppTest page
-crawl share (tests/test_click_everything.py, tests/test_pages_in_apptest.py).
+"""What is wrong on a page, from the text it shows: the checks the browser tests and the AppTest page
+reader share (tests/test_browser.py, tests/test_pages_in_apptest.py).
 
 A page's screen is read into a dict ``{"texts", "errors", "exceptions", "details", "broken"}`` (the browser's
-_READ, or :func:`apptest_screen` for an AppTest run); :func:`problems_on_screen` finds on it
+BROWSER_READ, or :func:`apptest_screen` for an AppTest run); :func:`problems_on_screen` finds on it
 - a Streamlit exception, an error box the page did not mean (MEANT_ERRORS), an image that did not load;
 - the app's generic "something went wrong" message (``error.unexpected``, in either language);
 - an untranslated string: on a zh page, an English ui.toml string that zh translates differently; on an
@@ -117,8 +117,38 @@ MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# -- a page in Chromium ------------------------------------------------------------------------------------
+# What the checks read, in one round trip: exception boxes, error boxes, the text outside code blocks
+# (sidebar included, the language switch excluded), and the technical details under error messages.
+BROWSER_READ = """() => {
+  const roots = [...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar]')];
+  // code, the language switch (both languages by design), and Streamlit's own widget internals, whose
+  // words ("Upload", "Browse files") the app cannot set
+  const skip = 'pre, code, textarea, script, style, [data-testid=stIconMaterial], .st-key-tk_lang_switch, '
+    + '[data-testid=stFileUploaderDropzone], [data-testid=stCameraInput] button, [data-testid=stCameraInputWebcamComponent]';
+  const texts = [];
+  for (const root of roots) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const el = n.parentElement;
+      if (!el || el.closest(skip)) continue;
+      const s = n.nodeValue.trim();
+      if (s) texts.push(s);
+    }
+  }
+  const all = q => [...document.querySelectorAll(q)];
+  return {
+    exceptions: all('[data-testid=stException]').map(e => e.innerText),
+    errors: all('[data-testid=stAlertContentError]').map(e => e.innerText),
+    texts,
+    details: all('[data-testid=stExpander] pre').map(e => e.textContent).slice(-3),
+    broken: [...document.images].filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
+  };
+}"""
+
+
 def problems_on_screen(seen: dict, lang: str, meant=lambda text: False) -> list[str]:
-    """What is wrong on a page, from what _READ saw there; ``meant(text)``: an error box the page means."""
+    """What is wrong on a page, from what BROWSER_READ (or :func:`apptest_screen`) saw there; ``meant(text)``: an error box the page means."""
     found = [f"image did not load: {src}" for src in seen.get("broken", [])]
     for text in seen["exceptions"]:
         found.append(f"Streamlit exception: {norm(text)[:500]}")
@@ -214,7 +244,7 @@ def _shown_strings(message) -> list[str]:
 
 
 def apptest_screen(at) -> dict:
-    """What an AppTest run shows, read as the browser's _READ reads a page (main area and sidebar): texts (each
+    """What an AppTest run shows, read as the browser's BROWSER_READ reads a page (main area and sidebar): texts (each
     line apart), error boxes, exceptions, a table's column names, and the code under expanders (an unexpected
     error's details)."""
     screen: dict = {"texts": [], "errors": [], "exceptions": [], "details": [], "broken": []}

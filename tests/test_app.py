@@ -1,6 +1,6 @@
 """The Streamlit app through AppTest, against the session's real embedded server.
 
-Every page renders in both languages without an exception; the main widgets work: language switch,
+Every page's text in both languages, on either server: tests/test_pages_in_apptest.py. Here the main widgets work: language switch,
 sample photo -> classification, ensemble editor -> validation error, the quiz (Check button,
 first try counts, shuffled choices, per-choice feedback).
 """
@@ -37,23 +37,8 @@ CHAPTER_PAGES = [
 TIMEOUT = 60
 
 
-@pytest.fixture
-def remote(server, monkeypatch):
-    """Point the app at the session's server as a remote, through the environment, its metrics port closed
-    (a port nobody listens on: the host's 8002 may be another server's, such as a parallel test's app)."""
-    from triton_kitchen.core.server import free_port
-
-    conftest.use_remote(monkeypatch, server, TRITON_METRICS_URL=f"127.0.0.1:{free_port()}")
-    return server
-
-
 def open_page(page: str, lang: str = "zh") -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params["lang"] = lang
-    switch_page(at, page)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return conftest.open_app_page(page, lang, timeout=TIMEOUT)
 
 
 def texts(at: AppTest) -> str:
@@ -71,33 +56,9 @@ def plotly_specs(at: AppTest) -> list[dict]:
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
-@pytest.mark.parametrize("page", CHAPTER_PAGES)
-def test_page_renders(remote, page, lang):
-    at = open_page(page, lang)
-    chapter = CHAPTER_PAGES.index(page) + 1
-    assert at.title[0].value == lessons.load_lesson(chapter, lang).title
-    # no untranslated key shows (a missing key would be printed as e.g. "ch4.send")
-    shown = texts(at)
-    for key in lessons.ui_strings(lang):
-        if (
-            key.count(".") >= 1
-            and len(key) > 8
-            and key.split(".")[0] in {*(f"ch{n}" for n in range(1, 11)), "repo"}
-        ):
-            assert key not in shown, f"untranslated key {key} on {page}"
-    # the map of a request's life under the title, this chapter's stages as badges
-    from triton_kitchen.core import request_map
-
-    mapped = next(m.value for m in at.markdown if m.value.startswith(lessons.t("map.title", lang)))
-    for stage, on in request_map.stages(chapter):
-        label = lessons.t(f"map.{stage}", lang)
-        assert (f":orange-badge[{label}]" if on else f":gray[{label}]") in mapped
-    assert not at.error, [e.value for e in at.error]
-
-
-@pytest.mark.parametrize("lang", ["zh", "en"])
-def test_sidebar_status(remote, lang):
+def test_sidebar_status(remote, monkeypatch, lang):
     """The sidebar says the server is up, with Triton's version and the models' readiness (default page)."""
+    monkeypatch.setenv("TRITON_METRICS_URL", conftest.closed_address())  # no metrics port answers
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
     at.run()
@@ -127,9 +88,10 @@ def test_sidebar_counts_from_a_remote_servers_metrics_url(remote, monkeypatch):
     assert lessons.t("sidebar.metrics_none", "en") not in [c.value for c in at.sidebar.caption]
 
 
-def test_the_sidebar_takes_a_remote_servers_metrics_address(remote):
+def test_the_sidebar_takes_a_remote_servers_metrics_address(remote, monkeypatch):
     """A remote server whose metrics port is not its HTTP host's 8002: the one running the app types it in the
     sidebar's remote form, and the models table gains its counts (before: the 'no metrics' caption)."""
+    monkeypatch.setenv("TRITON_METRICS_URL", conftest.closed_address())
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = "en"
     at.session_state["tk_models_open"] = True

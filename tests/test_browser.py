@@ -1,62 +1,69 @@
 """The app in a real browser: Playwright driving Debian's chromium against `streamlit run app.py`.
 
-Classify and switch the language; break a config in the editor. Every page, everything on it pressed (in Chinese;
-the long pages in English), Chinese as rendered and images loaded: tests/test_click_everything.py; every page's
-text in both languages: tests/test_pages_in_apptest.py. Screenshots go under
-artifacts/screenshots/ (gitignored) for a person to look at.
+Chromium checks only what needs a browser, from a declared list per page (PAGE_CHECKS; MADE_BY names the test
+that makes each check). What a page says, in each language and on either server, and what each of its controls
+does, is read through AppTest: tests/test_pages_in_apptest.py. Screenshots go under artifacts/screenshots/
+(gitignored) for a person to look at; with TK_SHOTS=1 every page of the Chinese pass is photographed whole.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import conftest
 import pytest
+from _rendered_cjk import RENDERED_TEXT_JS, cjk_rendering_defects
+from _screen_checks import BROWSER_READ, problems_on_screen
+from conftest import open_in_browser, page_now, shoot, wait_for_app_run
 from playwright.sync_api import expect
 
+from ui import pages
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path(conftest.CHROMIUM)
-SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = conftest.CHROMIUM_ARGS
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium (/usr/bin/chromium) is not installed"
-    ),
-]
+SHOT_EVERY_PAGE = bool(os.environ.get("TK_SHOTS"))
+pytestmark = pytest.mark.browser
+
+# What only a browser shows, per page (the welcome page is ""): every page's Chinese as Chromium lays it out, every
+# box and tab open, its images loaded and nothing wrong on screen ("cjk"); its download buttons serve a file
+# ("download"); a fragment or a tab that waits on a run ("fragment"); a restart seen from an open tab ("restart");
+# a component of the page's own ("component"). A new page fails test_every_page_declares_its_browser_checks until
+# it is named here.
+PAGE_CHECKS: dict[str, tuple[str, ...]] = {
+    "": ("cjk", "component"),
+    "ch1": ("cjk", "download", "fragment"),
+    "ch2": ("cjk", "download"),
+    "ch3": ("cjk", "download"),
+    "ch4": ("cjk", "download"),
+    "ch5": ("cjk", "download", "restart"),
+    "ch6": ("cjk", "download"),
+    "ch7": ("cjk", "download"),
+    "ch8": ("cjk", "download"),
+    "ch9": ("cjk", "download"),
+    "ch10": ("cjk", "download"),
+    "lab-protocols": ("cjk", "fragment"),  # its downloads appear after a load run (test_protocols)
+    "lab-batching": ("cjk", "fragment"),  # its download appears after a run
+    "lab-flow": ("cjk", "restart"),
+    "lab-break": ("cjk",),
+}
+MADE_BY = {
+    "cjk": "test_browser.py::test_every_page_in_chinese_as_chromium_lays_it_out",
+    "download": "test_browser.py::test_every_page_in_chinese_as_chromium_lays_it_out (each download button serves "
+    "a file), test_handouts.py::test_the_page_downloads_both_documents (the handouts' content)",
+    "fragment": "test_browser.py::test_classify_and_switch_language (ch1), "
+    "test_browser.py::test_protocol_lab_tab_click_waits_for_a_run_and_stop_ends_it (lab-protocols), "
+    "test_present.py (lab-batching's run and plot)",
+    "restart": "test_push.py::test_open_tabs_hear_of_a_killed_server_and_its_return_without_polling (ch5, "
+    "lab-flow), test_push.py::test_the_flow_lab_traces_live_after_a_restart_and_an_auto_restart (lab-flow)",
+    "component": "test_classroom.py::test_the_browser_remembers_the_student_on_a_return_visit (the class "
+    "cookie's component)",
+}
 
 
-@pytest.fixture(scope="module")
-def app_url(server):
-    """`streamlit run app.py` in a subprocess, pointed at the session's running server."""
-    with conftest.streamlit_app(conftest.remote_env(server), log_name="streamlit-browser.log") as (
-        url,
-        _proc,
-    ):
-        yield url
-
-
-# `browser`: one chromium for the module, from conftest
-
-
-def wait_until_done(page, timeout: float = 60.0) -> float:
-    """Seconds until the page shows its title and Streamlit has stopped running (stable for 0.3 s)."""
-    t0 = time.monotonic()
-    page.wait_for_selector("h1", timeout=timeout * 1000)
-    stable_since = None
-    while time.monotonic() - t0 < timeout:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        skeleton = page.locator('[data-testid="stSkeleton"]').count() > 0
-        if not running and not skeleton:
-            if stable_since is None:
-                stable_since = time.monotonic()
-            elif time.monotonic() - stable_since >= 0.3:
-                return stable_since - t0
-        else:
-            stable_since = None
-        time.sleep(0.05)
-    raise TimeoutError("the page kept running")
+def test_every_page_declares_its_browser_checks():
+    assert set(PAGE_CHECKS) == {""} | {p.url for p in pages.PAGES}
+    assert {c for checks in PAGE_CHECKS.values() for c in checks} <= set(MADE_BY)
 
 
 def assert_no_exception(page, name: str) -> None:
@@ -69,25 +76,9 @@ def assert_no_exception(page, name: str) -> None:
     assert not broken, f"{name}: images that did not load: {broken}"
 
 
-def shoot(page, name: str, max_height: int = 7000) -> None:
-    """Screenshot the whole page: Streamlit scrolls inside its main block, so grow the viewport first."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    height = page.evaluate(
-        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stMainBlockContainer]')]"
-        ".map(e => e.scrollHeight), 900)"
-    )
-    width = page.viewport_size["width"]
-    page.set_viewport_size({"width": width, "height": min(int(height) + 40, max_height)})
-    page.wait_for_timeout(400)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-    page.set_viewport_size({"width": width, "height": 900})
-
-
 def open_and_shoot(browser, url: str, name: str, width: int = 1400) -> tuple[float, object]:
-    page = browser.new_page(viewport={"width": width, "height": 900})
     t0 = time.monotonic()
-    page.goto(url, wait_until="domcontentloaded")
-    wait_until_done(page)
+    page = open_in_browser(browser, url, viewport=(width, 900))
     elapsed = time.monotonic() - t0
     assert_no_exception(page, name)
     assert page.get_by_text("Page not found").count() == 0, f"{name}: {url} is not a page"
@@ -95,26 +86,100 @@ def open_and_shoot(browser, url: str, name: str, width: int = 1400) -> tuple[flo
     return elapsed, page
 
 
+def click_and_wait(page, locator, expect_run_s: float = 15.0) -> None:
+    t0 = page_now(page)
+    locator.click()
+    wait_for_app_run(page, t0, expect_run_s=expect_run_s)
+
+
+# closed boxes of the main area (lesson sections, quizzes, handouts, lazy experiments) and tabs not yet shown
+_CLOSED = '[data-testid="stMain"] [data-testid="stExpander"] > details:not([open]) > summary:visible'
+_HIDDEN_TABS = '[data-testid="stMain"] [data-testid="stTabs"] [role=tab][aria-selected=false]:visible'
+
+
+def open_everything(page, limit: int = 80) -> int:
+    """Open every closed box and show every tab of the main area, as a reader clicking each (a lazy box or tab
+    draws its content on its own run); how many clicks."""
+    shown: set[str] = set()
+    for clicks in range(limit):
+        closed = page.locator(_CLOSED)
+        if closed.count():
+            click_and_wait(page, closed.first, expect_run_s=3)
+            continue
+        tabs = [
+            t
+            for t in page.locator(_HIDDEN_TABS).all()
+            if f"{t.evaluate('e => e.closest(`[data-testid=stTabs]`).id')}:{t.inner_text()}" not in shown
+        ]
+        if not tabs:
+            return clicks
+        shown.add(f"{tabs[0].evaluate('e => e.closest(`[data-testid=stTabs]`).id')}:{tabs[0].inner_text()}")
+        click_and_wait(page, tabs[0], expect_run_s=3)
+    raise AssertionError(f"{page.url}: still opening boxes after {limit} clicks")
+
+
+def downloads_served(page) -> list[str]:
+    """Each download button of the main area pressed: what is wrong (no file, an empty one)."""
+    found = []
+    buttons = page.locator('[data-testid="stMain"] [data-testid="stDownloadButton"] button:visible')
+    if not buttons.count():
+        return ["no download button"]
+    for i in range(buttons.count()):
+        with page.expect_download(timeout=30_000) as info:
+            buttons.nth(i).click()
+        name = info.value.suggested_filename
+        if not name or not Path(info.value.path()).stat().st_size:
+            found.append(f"download {i} ({name!r}) is empty")
+    return found
+
+
+def test_every_page_in_chinese_as_chromium_lays_it_out(app_url, browser):
+    """Every page in Chinese, every box and tab opened by a click: Chinese as Chromium renders it (no literal
+    ``**``, no stray space), images loaded, nothing wrong on screen (tests/_screen_checks.py), and each download
+    button serves a file. One tab goes from page to page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    found = []
+    for slug, checks in PAGE_CHECKS.items():
+        t0 = time.monotonic()
+        page = open_in_browser(context, f"{app_url}/{slug}?lang=zh")
+        name = f"/{slug} (zh, Chromium)"
+        clicks = open_everything(page)
+        problems = [f"{name}: {p}" for p in problems_on_screen(page.evaluate(BROWSER_READ), "zh")]
+        problems += [
+            f"{name}: Chinese rendered wrong: {d}"
+            for d in cjk_rendering_defects(page.evaluate(RENDERED_TEXT_JS))
+        ]
+        if "download" in checks:
+            problems += [f"{name}: {p}" for p in downloads_served(page)]
+        if problems or SHOT_EVERY_PAGE:
+            shoot(page, f"browser_zh_{slug or 'home'}")
+        found += problems
+        print(f"{name}: {clicks} clicks, {time.monotonic() - t0:.1f} s", flush=True)
+        page.close()
+    context.close()
+    assert not found, f"{len(found)} problem(s):\n" + "\n".join(found)
+
+
 def test_classify_and_switch_language(app_url, browser):
     _, page = open_and_shoot(browser, f"{app_url}/ch1?lang=zh", "ch1_before_classify")
     page.get_by_role("button", name="识别").click()
     page.wait_for_selector(".js-plotly-plot", timeout=30000)
-    wait_until_done(page)
+    wait_for_app_run(page)
     assert_no_exception(page, "ch1 classify")
-    page.screenshot(path=str(SHOTS / "ch1_classified_zh.png"), full_page=False)
+    page.screenshot(path=str(conftest.SHOTS / "ch1_classified_zh.png"), full_page=False)
     # language switch in the sidebar keeps the page, changes the text and the URL
     page.locator('[data-testid="stSidebar"]').get_by_text("English", exact=True).click()
     page.wait_for_function("() => window.location.search.includes('lang=en')", timeout=15000)
-    wait_until_done(page)
+    wait_for_app_run(page)
     assert "/ch1" in page.url
     expect(page.locator("h1").first).to_have_text("What an inference server does", timeout=60_000)
     # switching page through the navigation keeps the language
     page.locator('[data-testid="stSidebarNav"]').get_by_text("HTTP", exact=False).first.click()
     page.wait_for_url("**/ch4**", timeout=15000)
-    wait_until_done(page)
+    wait_for_app_run(page)
     assert "lang=en" in page.url, page.url
     assert_no_exception(page, "ch4 after switch")
-    page.screenshot(path=str(SHOTS / "ch4_after_switch_en.png"), full_page=False)
+    page.screenshot(path=str(conftest.SHOTS / "ch4_after_switch_en.png"), full_page=False)
     page.close()
 
 
@@ -133,7 +198,7 @@ def open_lesson_boxes(page) -> int:
             return opened
         closed.first.click()
         page.wait_for_timeout(300)
-        wait_until_done(page)
+        wait_for_app_run(page)
     raise AssertionError("boxes keep closing")
 
 
@@ -146,7 +211,7 @@ def test_editor_error_in_browser(app_url, browser):
     box.fill(text.replace('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"'))
     box.press("Control+Enter")
     page.wait_for_selector("text=would not load", timeout=15000)
-    wait_until_done(page)
+    wait_for_app_run(page)
     assert_no_exception(page, "ch2 invalid")
     shoot(page, "ch2_invalid_en")
     page.close()
@@ -165,7 +230,7 @@ def test_protocol_lab_tab_click_waits_for_a_run_and_stop_ends_it(app_url, browse
     load) and on a Stop inside the fragment (its click would wait for the run)."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(f"{app_url}/lab-protocols?lang=en", wait_until="domcontentloaded")
-    wait_until_done(page)
+    wait_for_app_run(page)
     assert (
         page.locator(".st-key-proto_load_run").count() == 0
     )  # the load tab is not drawn before it is opened
@@ -180,7 +245,7 @@ def test_protocol_lab_tab_click_waits_for_a_run_and_stop_ends_it(app_url, browse
     tabs.nth(1).click()
     expect(page.locator(".st-key-proto_load_box")).to_be_visible(timeout=30_000)
     shoot(page, "lab_protocols_load_kept_en")
-    wait_until_done(page)
+    wait_for_app_run(page)
     page.get_by_role("button", name="Run the load").click()
     page.wait_for_selector("[data-testid=stProgress]", timeout=30_000)
     page.locator(".st-key-proto_stop button").first.click()
@@ -204,7 +269,7 @@ def test_a_fresh_tab_of_a_chapter_connects_at_once(app_url, browser):
     page.on("websocket", lambda ws: sockets.append(ws.url))
     try:
         page.goto(f"{app_url}/ch3?lang=en", wait_until="domcontentloaded")
-        wait_until_done(page)
+        wait_for_app_run(page)
         assert_no_exception(page, "fresh ch3")
         assert page.locator("[data-testid=stMain] h1").first.inner_text().strip()
         health = [u for u in asked if "_stcore/health" in u]
@@ -213,7 +278,7 @@ def test_a_fresh_tab_of_a_chapter_connects_at_once(app_url, browser):
         # the app's own links still work
         page.locator("[data-testid=stSidebarNav] a[href$='/ch4']").first.click()
         page.wait_for_url("**/ch4*")
-        wait_until_done(page)
+        wait_for_app_run(page)
         assert_no_exception(page, "ch4 from a fresh ch3")
     finally:
         page.close()

@@ -301,28 +301,21 @@ def test_the_teachers_desk_needs_the_token(tmp_path, monkeypatch):
     assert teacher.toggle(key=present.TEACHER_TOGGLE).value is False
 
 
-def test_the_browser_remembers_the_student_on_a_return_visit(browser, tmp_path):
-    """Joined once (the URL), a later visit without the URL's names is the same student again."""
-    from conftest import streamlit_app
-
-    env = {
-        "TRITON_KITCHEN_DATABASE_URL": f"sqlite:///{tmp_path / 'class.db'}",
-        "TRITON_HTTP_URL": "127.0.0.1:1",  # no Triton needed: a remote address that does not answer
-        "TRITON_GRPC_URL": "127.0.0.1:2",
-        "TRITON_KITCHEN_TEACHER_TOKEN": None,
-    }
-    with streamlit_app(env=env, log_name="classroom_browser.log") as (base, _proc):
-        ctx = browser.new_context()
-        first = ctx.new_page()
-        first.goto(f"{base}/ch2?lang=en&student=amy&class=t-101")
-        first.get_by_text("In class").wait_for(timeout=30_000)
-        first.wait_for_function("document.cookie.includes('tk_student=amy:t-101')", timeout=10_000)
-        again = ctx.new_page()
-        again.goto(f"{base}/ch3?lang=en")  # no names in the URL
-        again.get_by_text("In class").wait_for(timeout=30_000)
-        assert "student=amy" in again.url and "class=t-101" in again.url
-        stranger = browser.new_context().new_page()  # another browser: nobody
-        stranger.goto(f"{base}/ch3?lang=en")
-        stranger.get_by_text("Join your class").wait_for(timeout=30_000)
-        assert "student=" not in stranger.url
-        ctx.close()
+def test_the_browser_remembers_the_student_on_a_return_visit(browser, app_url):
+    """Joined once (the URL), a later visit without the URL's names is the same student again (the suite's
+    shared app, with a class database of its own)."""
+    base = app_url
+    ctx = browser.new_context()
+    first = ctx.new_page()
+    first.goto(f"{base}/ch2?lang=en&student=amy&class=t-101")
+    first.get_by_text("In class").wait_for(timeout=30_000)
+    first.wait_for_function("document.cookie.includes('tk_student=amy:t-101')", timeout=10_000)
+    again = ctx.new_page()
+    again.goto(f"{base}/ch3?lang=en")  # no names in the URL
+    again.get_by_text("In class").wait_for(timeout=30_000)
+    assert "student=amy" in again.url and "class=t-101" in again.url
+    stranger = browser.new_context().new_page()  # another browser: nobody
+    stranger.goto(f"{base}/ch3?lang=en")
+    stranger.get_by_text("Join your class").wait_for(timeout=30_000)
+    assert "student=" not in stranger.url
+    ctx.close()

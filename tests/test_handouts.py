@@ -172,29 +172,23 @@ def test_the_chapter_page_offers_the_handout_and_the_key_only_to_the_teacher(mon
     assert t("handout.key_teacher_only") in [c.value for c in student.caption]
 
 
-def test_the_page_downloads_both_documents(browser):
-    """The buttons in a real browser: Streamlit serves what handouts builds, under its file name."""
-    import conftest
-
-    env = {
-        "TRITON_HTTP_URL": "127.0.0.1:9",
-        "TRITON_GRPC_URL": "127.0.0.1:9",
-        "TRITON_KITCHEN_TEACHER_TOKEN": None,
-    }
+def test_the_page_downloads_both_documents(browser, app_url):
+    """The buttons in a real browser: Streamlit serves what handouts builds, under its file name (the suite's
+    shared app: no teacher token, so the key is offered too)."""
     first = lessons.load_quiz(6, "zh")[0]
-    with conftest.streamlit_app(env, log_name="streamlit-handouts.log") as (url, _proc):
-        page = browser.new_page(viewport={"width": 1024, "height": 768}, accept_downloads=True)
-        page.goto(f"{url}/ch6?lang=zh", wait_until="domcontentloaded")
-        page.locator(".st-key-tk_handouts_6 summary").first.click(timeout=60000)  # the buttons' box
-        got = {}
-        for key, kind in (("tk_handout_6", "handout"), ("tk_handout_key_6", "key")):
-            button = page.locator(f".st-key-{key} button").first
-            button.wait_for(timeout=60000)
-            with page.expect_download(timeout=30000) as info:
-                button.click()
-            assert info.value.suggested_filename == handouts.file_name(6, "zh", kind)
-            got[kind] = Path(info.value.path()).read_text(encoding="utf-8")
-        page.close()
+    url = app_url
+    page = browser.new_page(viewport={"width": 1024, "height": 768}, accept_downloads=True)
+    page.goto(f"{url}/ch6?lang=zh", wait_until="domcontentloaded")
+    page.locator(".st-key-tk_handouts_6 summary").first.click(timeout=60000)  # the buttons' box
+    got = {}
+    for key, kind in (("tk_handout_6", "handout"), ("tk_handout_key_6", "key")):
+        button = page.locator(f".st-key-{key} button").first
+        button.wait_for(timeout=60000)
+        with page.expect_download(timeout=30000) as info:
+            button.click()
+        assert info.value.suggested_filename == handouts.file_name(6, "zh", kind)
+        got[kind] = Path(info.value.path()).read_text(encoding="utf-8")
+    page.close()
     assert got == {"handout": handouts.handout(6, "zh"), "key": handouts.answer_key(6, "zh")}
     assert shown(first.explanation) not in text_of(got["handout"]) and shown(first.explanation) in text_of(
         got["key"]

@@ -4,7 +4,7 @@ languages, against the real server: each must show its result, never the generic
 from __future__ import annotations
 
 import pytest
-from conftest import switch_page
+from conftest import open_app_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen.core import kserve, lessons, override
@@ -20,11 +20,7 @@ CH2, CH3, CH8 = "views/ch2_ensemble_config.py", "views/ch3_multi_model.py", "vie
 
 
 def open_page(page: str, lang: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params["lang"] = lang
-    switch_page(at, page)
-    at.run()
-    return at
+    return open_app_page(page, lang, timeout=TIMEOUT, check=False)
 
 
 def no_failure(at: AppTest, lang: str) -> None:

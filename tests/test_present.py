@@ -9,7 +9,6 @@ the batching lab after a run) and saves screenshots under artifacts/screenshots/
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import conftest
@@ -153,7 +152,7 @@ def test_the_projectors_bar_switches_the_language_and_leaves(monkeypatch):
 
 # -- the browser, at 1024x768 ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def app_url():
+def embedded_app():
     """The app with its own embedded server: the batching lab reloads the classifier through the repository API,
     which the embedded server opens to the app (a remote one would have to allow it)."""
     env = {"TRITON_HTTP_URL": None, "TRITON_GRPC_URL": None}
@@ -162,18 +161,8 @@ def app_url():
 
 
 def _settle(page, timeout: float = 120.0) -> None:
-    """Until the script has stopped running for a second."""
-    page.wait_for_selector("h1", timeout=timeout * 1000)
-    deadline, quiet = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        if page.locator('[data-testid="stStatusWidget"]').count() == 0:
-            quiet = quiet or time.monotonic()
-            if time.monotonic() - quiet > 1.0:
-                return
-        else:
-            quiet = None
-        page.wait_for_timeout(100)
-    raise TimeoutError("the page kept running")
+    """Until the script has stopped running for a second (conftest.wait_for_app_run)."""
+    conftest.wait_for_app_run(page, timeout=timeout, quiet_ms=1000)
 
 
 def _open(browser, url: str):
@@ -214,14 +203,14 @@ def _shoot_elements(page, selector: str, name: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["zh"])  # the stylesheet is the same in English (AppTest checks it there)
-def test_projector_mode_at_1024x768(app_url, browser, lang):
+def test_projector_mode_at_1024x768(embedded_app, browser, lang):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    plain = _open(browser, f"{app_url}/ch3?lang={lang}")
+    plain = _open(browser, f"{embedded_app}/ch3?lang={lang}")
     assert plain.locator('[data-testid="stSidebar"]').is_visible()
     normal_px = _paragraph_px(plain)
     plain.close()
 
-    page = _open(browser, f"{app_url}/ch3?lang={lang}&present=1")
+    page = _open(browser, f"{embedded_app}/ch3?lang={lang}&present=1")
     assert not page.locator('[data-testid="stSidebar"]').is_visible()
     assert _paragraph_px(page) >= 1.3 * normal_px  # 22 px against Streamlit's 16
     page.screenshot(path=str(SHOTS / f"present_ch3_{lang}_top.png"))

@@ -589,17 +589,17 @@ def test_grpc_is_written_grpc(remote):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(conftest.CHROMIUM).exists(), reason="Debian's chromium is not installed")
-def test_home_url_shows_the_welcome_page(remote, browser):
+def test_home_url_shows_the_welcome_page(app_url, browser):
     """/home was declared (url_path="home") but Streamlit served that page at / only: "Page not found"."""
-    with conftest.streamlit_app(conftest.remote_env(remote), log_name="streamlit-home-url.log") as (url, _):
-        page = browser.new_page()
-        for path in ("/home?lang=zh", "/?lang=zh"):
-            page.goto(url + path)
-            page.wait_for_selector("h1", timeout=60_000)
-            page.wait_for_timeout(1500)  # the "Page not found" dialog comes after the first paint
-            assert page.get_by_text("Page not found").count() == 0, path
-            assert page.locator("h1").first.inner_text().strip() == tz("app.title")
-        page.close()
+    url = app_url
+    page = browser.new_page()
+    for path in ("/home?lang=zh", "/?lang=zh"):
+        page.goto(url + path)
+        page.wait_for_selector("h1", timeout=60_000)
+        page.wait_for_timeout(1500)  # the "Page not found" dialog comes after the first paint
+        assert page.get_by_text("Page not found").count() == 0, path
+        assert page.locator("h1").first.inner_text().strip() == tz("app.title")
+    page.close()
 
 
 @pytest.mark.parametrize(
