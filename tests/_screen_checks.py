@@ -1,5 +1,5 @@
 """What is wrong on a page, from the text it shows: the checks the browser tests and the AppTest page
-reader share (tests/test_browser.py, tests/test_pages_in_apptest.py).
+reader share (tests/browser/test_browser.py, tests/live/test_pages_in_apptest.py).
 
 A page's screen is read into a dict ``{"texts", "errors", "exceptions", "details", "broken"}`` (the browser's
 BROWSER_READ, or :func:`apptest_screen` for an AppTest run); :func:`problems_on_screen` finds on it

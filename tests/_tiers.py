@@ -1,5 +1,10 @@
-"""Test tiers: every test that needs tritonserver, a browser or the running app is marked ``live``, found
-automatically so that no hand-kept list can drift; ``pytest -m "not live"`` is the fast tier.
+"""Test tiers: every test that needs tritonserver, a browser or the running app is marked ``live``;
+``pytest -m "not live"`` is the fast tier. The folder says the tier first:
+- ``tests/unit/``: the fast tier; a test there that needs a server, the app or a browser (found as below) stops the
+  collection, naming it;
+- ``tests/browser/``: every test is ``live`` and ``browser``;
+- ``tests/live/`` (and a test module anywhere else): a module there may still hold tests that need nothing (a
+  module of mixed tests), so each test is marked as below.
 
 A test is live when
 - it uses a fixture (directly or through other fixtures) from ``LIVE_FIXTURES``, or
@@ -113,12 +118,36 @@ def tier_markers(item: pytest.Item) -> set[str]:
     return marks
 
 
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def tier_folder(item: pytest.Item) -> str | None:
+    """ "unit", "live" or "browser": the tier folder under tests/ that holds the test's module, or None."""
+    try:
+        parts = Path(str(item.path)).resolve().relative_to(TESTS_DIR).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 and parts[0] in ("unit", "live", "browser") else None
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    misplaced = []
     for item in items:
         present = {m.name for m in item.iter_markers()}
-        for name in sorted(tier_markers(item) - present):
+        folder = tier_folder(item)
+        marks = tier_markers(item)
+        if folder == "browser":
+            marks |= {"live", "browser"}
+        elif folder == "unit" and "live" in marks:
+            misplaced.append(item.nodeid)
+        for name in sorted(marks - present):
             item.add_marker(name)
+    if misplaced:
+        raise pytest.UsageError(
+            "tests in tests/unit/ need a server, the app or a browser (move them to tests/live/):\n"
+            + "\n".join(misplaced)
+        )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -1,0 +1,39 @@
+"""benchmarks/class_load.py still drives the real app: two students open chapter 1, open its quiz's box, answer
+two questions, and every click finds its widget, comes back answered and lands in the class database."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_class_load_two_students_find_and_record_every_click(server, tmp_path):
+    out = tmp_path / "class_load.json"
+    cmd = [
+        sys.executable,
+        "benchmarks/class_load.py",
+        "--students=2",
+        "--questions=2",
+        "--no-lab",
+        f"--url={server.http_url}",
+        f"--grpc-url={server.grpc_url}",
+        f"--metrics-url={server.metrics_url}",
+        f"--json={out}",
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert out.exists(), done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    assert result["not_drawn"] == [], (
+        f"the page no longer draws what the benchmark clicks: {result['not_drawn']}"
+    )
+    assert result["page_errors"] == [], result["page_errors"]
+    assert result["answers_expected"] == 4
+    assert result["answers_sent"] == result["answers_shown"] == 4, result  # every Check locked its question
+    assert result["answers_in_database"] == 4 and result["answers_lost"] == 0, result
+    assert result["students_in_database"] == 2
+    assert result["quiz_click_s"]["max"] > 0
+    assert done.returncode == 0, done.stdout + done.stderr
