@@ -48,8 +48,10 @@ LIVE_FIXTURES = frozenset(
     }
 )
 # names whose use in a test (or a helper it calls) means it runs the app, a server or a browser
-APP_NAMES = frozenset({"AppTest"})
-APP_SCRIPT_NAMES = frozenset({"from_file"})  # AppTest.from_file: app.py or a view, with the sidebar's server
+APP_NAMES = frozenset({"AppTest", "open_app_page"})  # conftest.open_app_page: app.py through AppTest
+APP_SCRIPT_NAMES = frozenset(
+    {"from_file", "open_app_page"}
+)  # AppTest.from_file: app.py or a view, with the sidebar's server
 BROWSER_NAMES = frozenset({"sync_playwright", "async_playwright", "CHROMIUM"})
 LIVE_NAMES = BROWSER_NAMES | {"EmbeddedServer", "streamlit_app", "serve"}
 GUARD_DIR = Path(__file__).with_name("_tier_guard")
