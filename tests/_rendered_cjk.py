@@ -1,4 +1,4 @@
-"""Chinese as Chromium renders it: what the zh click pass reads on every page once all its boxes are open.
+"""Chinese as Chromium renders it: what the zh Chromium pass (tests/browser/test_browser.py) reads on every page once all its boxes are open.
 
 A soft line break between two Chinese characters shows as a space, and `**` next to Chinese punctuation can
 stay literal (CommonMark's flanking rules).

@@ -75,7 +75,7 @@ CHROMIUM_ARGS = [
 ]
 
 # An init script (page.add_init_script): every change of the app's script state, with its time
-# (performance.now()), from the first paint on, in window.__tkRuns. Read by the click test and
+# (performance.now()), from the first paint on, in window.__tkRuns. Read by conftest.wait_for_app_run and
 # benchmarks/rerun_cost.py. (A run too short to be seen "running" shows as "rerunRequested" then "notRunning".)
 WATCH_SCRIPT_STATE = """
 window.__tkRuns = [];

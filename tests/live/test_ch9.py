@@ -1,6 +1,6 @@
 """Chapter 9's page: every live element driven through AppTest (predict, run on the real server, "your prediction /
-what happened"), in Chinese and then, switched, in English; and the predict-then-see helper on its own. In Chromium,
-in English: tests/test_click_everything.py (but for the four measurements, run here).
+what happened"), in Chinese and then, switched, in English; and the predict-then-see helper on its own. Every other
+control of the page, pressed: tests/live/test_pages_in_apptest.py (but for the four measurements, run here).
 
 The page's runs are the scheduling library's measurements on the real server (instances, priorities, a full
 queue, Little's law): what they must show is asserted here, once, not again in tests/live/test_scheduling.py."""
