@@ -1,4 +1,5 @@
 """Generic step model for the corpus: answers zeros of each configured output shape."""
+
 import json
 
 import numpy as np
@@ -10,7 +11,11 @@ class TritonPythonModel:
         cfg = json.loads(args["model_config"])
         self.batching = cfg.get("max_batch_size", 0) > 0
         self.outputs = [
-            (o["name"], [1 if d < 0 else d for d in o["dims"]], pb_utils.triton_string_to_numpy(o["data_type"]))
+            (
+                o["name"],
+                [1 if d < 0 else d for d in o["dims"]],
+                pb_utils.triton_string_to_numpy(o["data_type"]),
+            )
             for o in cfg.get("output", [])
         ]
 
