@@ -20,7 +20,7 @@ showed an exception, every Check click came back with its question answered (loc
 from the database.
 
     python benchmarks/class_load.py --students 2 --questions 2 --no-lab --url HOST:PORT --grpc-url HOST:PORT
-        (a running Triton instead of starting the embedded one; tests/test_class_load.py runs this)
+        (a running Triton instead of starting the embedded one; tests/live/test_class_load.py runs this)
 """
 
 from __future__ import annotations

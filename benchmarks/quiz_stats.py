@@ -13,7 +13,7 @@ note, English phrases compared case-insensitively). The phrases are the ``[templ
 lessons/zh/glossary.toml (every string in that table, lists included) where it has one, otherwise a
 built-in list.
 
-Reads the TOML files directly (no Streamlit, no server). The fast-tier test tests/test_quiz_bank.py
+Reads the TOML files directly (no Streamlit, no server). The fast-tier test tests/unit/test_quiz_bank.py
 holds the banks to the limits these figures describe.
 """
 

@@ -7,7 +7,7 @@ Streamlit has no public call to rerun a session from outside it; this is what it
 source file changes (``AppSession.request_rerun`` with the session's last client state: its page and query
 string, no widget state, so no button is pressed again and every widget keeps its value). Two private attributes
 are used, ``Runtime._session_mgr`` and ``AppSession._client_state``: Streamlit is pinned in requirements.txt and
-tests/test_push.py fails when an upgrade moves either.
+tests/browser/test_push.py fails when an upgrade moves either.
 """
 
 from __future__ import annotations
