@@ -59,6 +59,7 @@ model = other or model
 compression = c3.radio(
     t("lab_protocols.compression"),
     ["none", "gzip"],
+    format_func=lambda c: t(f"lab_protocols.compression_{c}"),
     key="proto_gzip",
     persist_state="session",
     horizontal=True,
