@@ -400,8 +400,8 @@ def look_inside(
     finally:
         caller.close()
     result = sent["result"]
-    if isinstance(result, ProtocolError) and result.kind in ("connection", "timeout"):
-        notes.append(f"the request did not complete: {result.kind}")
+    if isinstance(result, ProtocolError) and result.code in ("connection", "timeout"):
+        notes.append(f"the request did not complete: {result.code}")
     ok = not isinstance(result, ProtocolError)
     error = None if ok else str(result)
     _, succeeded, failures = (
