@@ -1,6 +1,6 @@
 """The embedded server watched by one thread for the whole app: when it dies, restarts or comes back, every open
-tab that shows it is rerun at once (``ui.push``). A tab shows the news within ``WATCH_S`` and a script run (the
-classroom review asked for 2 s) without polling for it: only a tab whose server is down (its "restarting N s"
+tab that shows it is rerun at once (``ui.push``). A tab shows the news within ``WATCH_S`` and a script run (well
+under 2 s) without polling for it: only a tab whose server is down (its "restarting N s"
 count moves) or remote (no thread watches another machine) polls (``ui.sidebar``). The watcher only looks (a
 process check): restarting a dead server stays with the tabs' runs (``ui.server.embedded_state``), which it
 reruns at once.

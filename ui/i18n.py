@@ -51,7 +51,7 @@ def set_lang(value: str) -> None:
 def language_switch(key: str, label_visibility: str = "visible") -> None:
     """The language switch, each language in its own words (the sidebar's, and the projector's bar's while the
     sidebar is hidden). Its value is read back after drawing and a different one switches the session: a value,
-    not a change callback (a click through an on_change callback was lost once, on a loaded CI run)."""
+    not a change callback (on a busy machine a click through an on_change callback can be lost)."""
     current = lang()
     choice = st.segmented_control(
         t("sidebar.language"),

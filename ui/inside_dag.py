@@ -1,4 +1,4 @@
-"""One request seen from inside an ensemble, on its DAG (issue 13 §2): the outputs to request (the steps they do
+"""One request seen from inside an ensemble, on its DAG: the outputs to request (the steps they do
 not need greyed, then confirmed by the server's statistics), a photo or a text file as input (a failing step in
 red with Triton's message), and the steps coloured by queue or compute time (one request or the median of the
 last N). The flow lab and chapters 2 and 3 call :func:`inside_view`; the work is

@@ -1,4 +1,4 @@
-"""Shared memory in the request viewers (chapters 4 and 5; issue 13 §6): one real request whose tensors go
+"""Shared memory in the request viewers (chapters 4 and 5): one real request whose tensors go
 through a system shared-memory region, and the message that crossed the socket instead (the region's name and
 each tensor's offset). The work is :func:`triton_kitchen.labs.requests_view.shm_request`'s."""
 

@@ -19,8 +19,8 @@ from ui import boxes, embedded_watch, i18n, server, server_choice
 from ui.i18n import t
 
 # The status poller of a tab whose server is remote or down: a change is reported within 2 s (the poll notices
-# it; the run is a few ms). Not more often: every tick redraws the page in the browser, about 12 % of a core in
-# Chromium per open tab (measured on 2 cores). An embedded server that is up is watched for every tab by one
+# it; the run is a few ms). Not more often: every tick redraws the whole page in the browser, a steady CPU cost
+# for each open tab. An embedded server that is up is watched for every tab by one
 # thread instead (ui.embedded_watch), so a tab of a class's usual day does not poll at all.
 POLL_S = 1.5
 LOG_LINES = 40

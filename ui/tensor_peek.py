@@ -1,4 +1,4 @@
-"""Tensor peek (issue 13 §3): for one request, the real tensors at each step of an ensemble, drawn by kind (the
+"""Tensor peek: for one request, the real tensors at each step of an ensemble, drawn by kind (the
 photo the server received, the normalized tensor as an image, the logits as a histogram, the top 5). The work is
 :mod:`triton_kitchen.labs.peek`'s; this only draws."""
 

@@ -14,7 +14,7 @@ from _screen_checks import BROWSER_READ, UI, norm, problems_on_screen
 from conftest import open_in_browser, page_now, shoot, wait_for_app_run
 
 UP = "[data-testid=stSidebar] [data-testid=stAlertContentSuccess]"
-# The classroom review's 2 s, with a second's room for a CI machine whose two cores run three test workers
+# The 2 s the sidebar promises, with a second's room for a CI machine whose two cores run three test workers
 # (measured on an idle 2-core VM: 0.8-1.1 s from the kill until two open tabs no longer said "up").
 DOWN_SHOWN_S = 3.0
 

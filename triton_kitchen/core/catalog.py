@@ -31,7 +31,7 @@ CASCADE_ENSEMBLE = "cascade_ensemble"
 CLASSIFIER_COARSE = "classifier_coarse"
 CASCADE_SELECT = "cascade_select"
 CASCADE_BLS = "cascade_bls"
-# pruning: a step that feeds only an output the client may leave out (issue 13)
+# pruning: a step that feeds only an output the client may leave out
 SECOND_OPINION = "second_opinion"
 # chapters 5 and 6: a decoupled model that streams tokens
 STREAMER = "streamer"

@@ -21,7 +21,7 @@ CHAPTER_STAGES: dict[int, frozenset[str]] = {
     5: frozenset({"client", "frontend", "response"}),  # gRPC, streaming responses
     6: frozenset({"client", "frontend", "response"}),  # choosing between them
     7: frozenset({"client", "response"}),  # the Python client's code
-    8: frozenset(STAGES),  # the review
+    8: frozenset(STAGES),  # common mistakes: every stage of the life
     9: frozenset({"queue", "batcher", "instance"}),  # the scheduler
     10: frozenset({"frontend", "instance", "response"}),  # metrics and limits at the door, loading instances
 }

@@ -1,4 +1,4 @@
-"""The "break it" lab for the wire (issue 13 §5): each case makes a real mistake against the real server, keeps
+"""The "break it" lab for the wire: each case makes a real mistake against the real server, keeps
 the error the client or Triton really raised, then makes the fix and keeps what came back. Nothing is staged:
 every message is the one this run produced.
 

@@ -1,4 +1,4 @@
-"""The ensemble's DAG with one request seen from inside drawn on it (issue 13 §2): the failing step highlighted
+"""The ensemble's DAG with one request seen from inside drawn on it: the failing step highlighted
 with Triton's own message, the steps pruned for the outputs a client left out greyed, and each step coloured by
 its queue or compute time (one request, or the median of the last N).
 

@@ -1,4 +1,4 @@
-"""Tensor peek (issue 13 §3): the real tensors each step of an ensemble received and produced, for one request.
+"""Tensor peek: the real tensors each step of an ensemble received and produced, for one request.
 
 Two honest ways, and the result says which was used (``Peek.source``):
 

@@ -1,4 +1,4 @@
-"""Printable handouts (issue 17 §5): for each chapter and language, the lesson and its quiz without answers,
+"""Printable handouts: for each chapter and language, the lesson and its quiz without answers,
 and a separate answer key for the teacher, each one self-contained, print-ready HTML document.
 
 A4 pages through ``@page`` and ``@media print``; no network fonts, no scripts, no images: Chinese text is set in
