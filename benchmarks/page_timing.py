@@ -13,8 +13,7 @@ Three ways to arrive:
 - "fresh": a new tab of the learner's browser opening the page's URL (includes Streamlit's frontend start-up;
   Streamlit's scripts come from the browser's cache, as in every tab after the first visit);
 - "1st visit": the same in a browser profile of its own, with an empty cache (every script fetched from the
-  app; before 2026-12-03 this was all "fresh" measured, because Playwright's browser.new_page() opens each
-  page in a new profile);
+  app; Playwright's browser.new_page() opens each page in a new profile, so it measures this, not "fresh");
 - "in_tab": clicking the page in the sidebar of an open tab (how a learner moves through the course).
 The same is measured for benchmarks/floor_app.py, a Streamlit app that shows only a title (with --lang zh,
 with a Chinese word in it: a Chinese page's font is not the page's cost): its
@@ -30,7 +29,7 @@ page's calls and figures), and "elements" what the page sends the browser to dra
 charts, dataframes, images each load and run more frontend code). "main thread" is the seconds
 Chromium's main thread of a fresh tab had been busy (TaskDuration; script, layout and style apart in
 --json) when the page became interactive. Fresh-tab time is about the floor + script + drawing.
-Targets (issue 15): a fresh tab within 1.3x the floor; moving in an open tab within 1 s.
+Targets: a fresh tab within 1.3x the floor; moving in an open tab within 1 s.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Shared memory vs gRPC vs HTTP binary on one model, in one run: the ``bench`` CLI against one server, each
-protocol at each concurrency (issue 13 §6). Prints a Markdown table; ``--out`` keeps every run's JSON.
+protocol at each concurrency. Prints a Markdown table; ``--out`` keeps every run's JSON.
 
     python benchmarks/shm_report.py                              # starts the embedded server
     python benchmarks/shm_report.py --concurrency 1,4 --duration 3 --out benchmarks/out/shm.json

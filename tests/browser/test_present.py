@@ -1,4 +1,4 @@
-"""Projector mode (ui/present.py, issue 17 §4): ``?present=1`` gives large type, no sidebar, and diagrams
+"""Projector mode (ui/present.py): ``?present=1`` gives large type, no sidebar, and diagrams
 readable at 1024x768.
 
 The fast tier checks the drawing's rewrite and the stylesheet; AppTest checks that the mode follows the URL

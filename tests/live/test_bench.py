@@ -75,7 +75,7 @@ def test_bench_measures_and_counts_bytes(server, pipeline_inputs):
 
 
 def test_timed_requests_never_go_through_the_counting_proxy(server, pipeline_inputs, monkeypatch):
-    """Review §2.7: the proxy's hops and pump threads must not be in the timed numbers. The timed
+    """The counting proxy's hops and pump threads must not be in the timed numbers. The timed
     workers connect straight to the server; the proxy starts only after the last progress report."""
     arrays, outputs = pipeline_inputs
     addresses, proxy_starts, reports = [], [], []

@@ -1,4 +1,4 @@
-"""The break-it lab (triton_kitchen.labs.breakit, views/lab_break.py; issue 13 §5): each mistake raises the client's or
+"""The break-it lab (triton_kitchen.labs.breakit, views/lab_break.py): each mistake raises the client's or
 Triton's real error against the real server, and each fix works, over HTTP and gRPC where both apply."""
 
 from __future__ import annotations

@@ -304,7 +304,7 @@ UNRELATED = "streamer"  # in no ensemble: what the flow lab shows does not depen
 
 
 def test_page_sends_live_while_an_unrelated_model_is_unloaded(server, monkeypatch):
-    """Issue 15: the server runs with strict readiness, so one unloaded model (a batching-lab reload, say)
+    """The server runs with strict readiness, so one unloaded model (a batching-lab reload, say)
     makes it "not ready" while it answers every other model; the flow lab must still send live."""
     from streamlit.testing.v1 import AppTest
 

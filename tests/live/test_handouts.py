@@ -1,4 +1,4 @@
-"""Handouts (triton_kitchen/tools/handouts.py, issue 17 §5): each chapter's handout holds its lesson and every quiz
+"""Handouts (triton_kitchen/tools/handouts.py): each chapter's handout holds its lesson and every quiz
 question with every choice and no answer; the key holds every right choice and explanation; the documents are
 A4, print-ready and self-contained. The browser test prints one chapter in zh and en to PDF and PNG
 (artifacts/screenshots/handout_*.png) for a person to look at."""

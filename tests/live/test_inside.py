@@ -172,7 +172,7 @@ def test_a_failing_first_step_is_named_from_trace_statistics_and_text(server, pr
     assert stats["success"]["count"] >= 1
 
 
-# -- pruning you can see (issue 13 §4): second_opinion's classifier_coarse feeds only coarse_logits ----------
+# -- pruning you can see: second_opinion's classifier_coarse feeds only coarse_logits ----------
 def _executions(server, models) -> dict[str, int]:
     return {
         m: int(kserve.statistics(server.endpoint, m)["model_stats"][0]["execution_count"]) for m in models

@@ -1,4 +1,4 @@
-"""One request on the DAG (triton_kitchen.labs.inside_dag, issue 13 §2): the failing step in red with Triton's message,
+"""One request on the DAG (triton_kitchen.labs.inside_dag): the failing step in red with Triton's message,
 pruned steps greyed and confirmed by the server's own counts, steps coloured by their measured time. The marks
 run offline on the repository's DAGs; the rest against the real embedded server over both protocols."""
 

@@ -205,7 +205,7 @@ def test_chapter1_shows_the_real_classifier_config(lang):
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_chapter2_example_keeps_the_step_models_tensor_names(lang):
-    """W1: only the ensemble's tensors are renamed; every key is the step model's own tensor name."""
+    """Only the ensemble's tensors are renamed; every key is the step model's own tensor name."""
     (code,) = [c for language, role, c, _ in fences(_body(2, lang)) if language == "pbtxt" and not role]
     cfg = config.parse_config(code)
     models = config.load_repository(REPO)
@@ -330,7 +330,8 @@ MISCONCEPTION = {"en": "> **Misconception: ", "zh": "> **常见误解："}
 
 
 def test_every_chapter_corrects_a_misconception_where_it_arises():
-    """A callout at the point of first contact in every chapter but the review (8), as many in zh as in en."""
+    """A callout at the point of first contact in every chapter but 8 (common mistakes: each section is one),
+    as many in zh as in en."""
     for chapter in L.CHAPTERS:
         counts = {lang: _body(chapter, lang).count(MISCONCEPTION[lang]) for lang in L.LANGS}
         assert counts["zh"] == counts["en"], (chapter, counts)
@@ -346,15 +347,17 @@ def test_test_time_augmentation_is_not_called_two_tower():
 
 def test_reviewed_sentences_say_the_right_thing():
     zh1, en1 = _prose(1, "zh"), _prose(1, "en")
-    assert "算一批 8 张的耗时，远远不到单张的 8 倍" in zh1 and "8 次单张的 8 倍" not in zh1  # W3
-    for text in (zh1, en1):  # M10: the app's own control mode, and why
+    assert "算一批 8 张的耗时，远远不到单张的 8 倍" in zh1 and "8 次单张的 8 倍" not in zh1  # batching
+    for text in (zh1, en1):  # the app's own control mode, and why
         assert "--model-control-mode=explicit" in text and "/v2/repository/models/classifier/load" in text
-    assert "should not be used for most models" in en1 and "should not be used for most models" in zh1  # M2
+    # preferred batch sizes: Triton's own advice, quoted
+    assert "should not be used for most models" in en1 and "should not be used for most models" in zh1
     for lang in L.LANGS:
-        assert "ensemble tensor 'x' is unused in ensemble 'E'" in _prose(2, lang)  # M1, load time
-        assert "proxy_buffering off" in _prose(6, lang) and "CORS" in _prose(6, lang)  # M6
-        assert "text_input" in _prose(6, lang) and "provisional" in _prose(6, lang)  # M10
-    assert "not call for call" in _prose(5, "en") and "并非一一对应" in _prose(5, "zh")  # M7
+        # an unused ensemble tensor fails at load time; a browser page needs a same-origin gateway
+        assert "ensemble tensor 'x' is unused in ensemble 'E'" in _prose(2, lang)
+        assert "proxy_buffering off" in _prose(6, lang) and "CORS" in _prose(6, lang)
+        assert "text_input" in _prose(6, lang) and "provisional" in _prose(6, lang)  # the generate extension
+    assert "not call for call" in _prose(5, "en") and "并非一一对应" in _prose(5, "zh")  # HTTP vs gRPC
 
 
 def test_the_app_really_runs_explicit_mode():
@@ -564,7 +567,7 @@ def test_a_key_that_names_no_input_is_not_rejected(server):
 
 
 def test_triton_sends_no_cors_headers(server):
-    """ch6/ch8 (M6): a page from another origin gets no permission from Triton, so it needs a same-origin gateway."""
+    """ch6/ch8: a page from another origin gets no permission from Triton, so it needs a same-origin gateway."""
     origin = {"Origin": "https://app.example"}
     _, headers, _ = _http(server, "/v2/health/ready", headers=origin)
     preflight = {
@@ -597,7 +600,7 @@ def _infer_photo(server, model: str, outputs: list[str]) -> None:
 
 
 def test_steps_feeding_only_unrequested_outputs_are_pruned(server):
-    """ch2 (M1, request time): ask cascade_ensemble for stage_used alone and its postprocess step is skipped."""
+    """ch2 (pruning at request time): ask cascade_ensemble for stage_used alone and its postprocess step is skipped."""
     before = {m: _executions(server, m) for m in ("postprocess", "classifier", "classifier_coarse")}
     _infer_photo(server, "cascade_ensemble", ["stage_used"])
     after = settled(  # Triton counts an execution a moment after it answers, on a loaded machine
@@ -618,7 +621,7 @@ def test_steps_feeding_only_unrequested_outputs_are_pruned(server):
 
 
 def test_errors_are_the_same_over_both_protocols_and_the_output_shape(server):
-    """ch7 (M9): the server checks names, data types and shapes at run time, with the same words for HTTP and
+    """ch7: the server checks names, data types and shapes at run time, with the same words for HTTP and
     gRPC; and (ch5, ch7) the answer is FP32 (1, 1000) probabilities that sum to about 1."""
     from triton_kitchen.labs.demo import run_tutorial
 

@@ -1,4 +1,4 @@
-"""The live demos a teacher clicks first (newcomer review §2, defects 1-2; teaching review W2), in both
+"""The live demos a teacher clicks first, in both
 languages, against the real server: each must show its result, never the generic "something went wrong"."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_ch8_experiments_4_5_6_show_their_results(remote, lang):
 
 
 def test_cascade_call_counts_the_tiers_that_ran(server, sample_jpegs):
-    """W2: `stage_used` is whose answer was kept; the statistics say which tiers ran."""
+    """`stage_used` is whose answer was kept; the statistics say which tiers ran."""
     ep = server.endpoint
     seen = set()
     for photo in ("coffee", "chelsea", "camera", "motorcycle"):

@@ -1,4 +1,4 @@
-"""Tensor peek (triton_kitchen.labs.peek, issue 13 §3): the tensors each step received and produced in one request,
+"""Tensor peek (triton_kitchen.labs.peek): the tensors each step received and produced in one request,
 from Triton's level=TENSORS trace on the embedded server, or by calling each step where the trace is closed.
 The trace reader runs offline on bytes laid out as Triton 2.51 writes them; the rest against the real server."""
 

@@ -1,6 +1,6 @@
 """The checker's explanations: both languages from the string tables, steps counted from 1, the
 "is the map reversed?" hint only where swapping helps, and the ch2 caption naming the diagram's
-real colours (newcomer review 2026-11-30, defects 4-7).
+real colours.
 
 Library tests need no server; the AppTest ones use the session's real Triton.
 """
@@ -58,14 +58,14 @@ def edited(old: str, new: str) -> str:
 
 WRONG_KEY = ('key: "input" value: "image_tensor"', 'key: "pixels" value: "image_tensor"')
 SWAPPED = ('key: "input" value: "image_tensor"', 'key: "image_tensor" value: "input"')
-# the reviewer's cycle: preprocess reads postprocess's output; its key is a real input of preprocess
+# a cycle: preprocess reads postprocess's output; its key is a real input of preprocess
 CYCLE = (
     'input_map { key: "image_bytes" value: "image_bytes" }',
     'input_map { key: "image_bytes" value: "top5_labels" }',
 )
 
 
-# -- defect 5: every explanation in zh and en ------------------------------------------------------
+# -- every explanation in zh and en ------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -151,7 +151,7 @@ def test_editor_wrong_key_explained_in_chinese():
     )
 
 
-# -- defect 6: steps counted from 1, like the DAG's step table ------------------------------------
+# -- steps counted from 1, like the DAG's step table ------------------------------------
 
 STEP_REF = re.compile(r"step (\d+) \(([^)]+)\)")
 
@@ -194,7 +194,7 @@ def test_triton_zero_based_step_is_flagged():
         assert "step 1" in p.triton_message and note in p.message
 
 
-# -- defect 7: the swap hint only where swapping helps -----------------------------------------
+# -- the swap hint only where swapping helps -----------------------------------------
 
 
 def test_no_swap_hint_when_the_key_is_a_real_input():
@@ -220,7 +220,7 @@ def test_no_swap_hint_without_the_step_models():
         assert "reversed" not in p.message
 
 
-# -- defect 4 and terminology: the caption names the diagram's colours; levels, not stages --------
+# -- the caption names the diagram's colours; levels, not stages --------
 
 
 def _hue(hex_colour: str) -> float:

@@ -132,7 +132,7 @@ def test_the_batch_being_computed_and_the_same_batch_are_not_overtaken():
     result = scheduling.PriorityResult(fifo, prio, 32, 4)
     assert (result.early_done(), result.early_waiting()) == (16, 16)  # 8 answered, 8 being computed
     assert prio.ahead_of_waiting(1) == (12, 16) and result.outcome() == "overtake"
-    # the reviewer's case: 28 answered, the last 4 ordinary and the 4 urgent in one batch, urgent a hair first
+    # a tie: 28 answered, the last 4 ordinary and the 4 urgent in one batch, urgent a hair first
     tie = _sent([(0, 0.0, 10 + i) for i in range(28)] + [(0, 0.0, 100.5 + i * 0.1) for i in range(4)])
     tie.sent += [burst.Sent(32 + i, 1, 50.0, 100.0 + i * 0.1) for i in range(4)]
     assert (

@@ -1,4 +1,4 @@
-"""Shared memory in the request viewers and the protocol lab (issue 13 §6): one real request through a system
+"""Shared memory in the request viewers and the protocol lab: one real request through a system
 shared-memory region shows what crossed the socket (the region's name and offsets, no tensor), the server's own
 list of regions while it ran, and nothing left registered afterwards; the protocol lab offers and runs the
 shared-memory protocols on the embedded server."""

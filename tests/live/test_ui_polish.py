@@ -1,5 +1,5 @@
-"""What a newcomer saw on screen (review 2026-11-30, §2 defects 8-13 and 15-23): each check here
-fails on the code the review tried.
+"""What a newcomer sees on screen: labels, figures, waits and both languages of each page; each check here
+failed on the code before its fix.
 
 Pages run through AppTest against the session's real embedded server (as a remote, or as the app's
 own embedded server); figures and helpers are checked directly."""
@@ -67,7 +67,7 @@ def assert_human_table(table) -> None:
             assert "," in str(fmt.get("format", "")), f"{col}: no thousands separator ({fmt})"
 
 
-# -- 8 and 10: batching lab ------------------------------------------------------------------------------
+# -- batching lab ------------------------------------------------------------------------------
 def test_lab_defaults_to_no_preferred_batch_sizes():
     assert (
         batch_runs.BatchingSettings().preferred_batch_sizes == []
@@ -154,7 +154,7 @@ def test_batching_lab_slowdown_on_a_remote_server(remote):
     assert lessons.t("lab_batching.slower_remote", "en", ratio=29.0 / 32.3) in [i.value for i in at.info]
 
 
-# -- 9 and 18: protocol lab tables and progress bars ------------------------------------------------
+# -- protocol lab tables and progress bars ------------------------------------------------
 def _bench(protocol: str, rps: float, p50: float | None) -> bench.BenchResult:
     lat = {"p50": p50, "p90": p50, "p99": p50}
     return bench.BenchResult(protocol, "image_classifier", 4, 57, 0, rps, lat, 1_452_444, 4_000, None, None)
@@ -213,7 +213,7 @@ def test_protocol_lab_draws_only_its_open_tab(remote):
     assert at.slider(key="proto_load_c").value == 4
 
 
-# -- 11, 12, 13: sidebar ----------------------------------------------------------------------------------
+# -- sidebar ----------------------------------------------------------------------------------
 def test_split_log_hides_the_harmless_gpu_lines():
     from ui.sidebar import split_log
 
@@ -295,7 +295,7 @@ def test_empty_remote_address_says_so():
 @pytest.mark.timing
 def test_pages_stay_fast_while_the_remote_hangs(monkeypatch):
     """A remote that accepts connections and never answers: the first run waits for the probe once;
-    later runs do not wait again (the reviewer saw 5-6 s per page)."""
+    later runs do not wait again (before the fix every page waited 5-6 s)."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)  # the kernel completes the handshakes; nobody ever reads or answers
@@ -324,7 +324,7 @@ def test_pages_stay_fast_while_the_remote_hangs(monkeypatch):
         silent.close()
 
 
-# -- 15, 16, 22: figures ---------------------------------------------------------------------------------
+# -- figures ---------------------------------------------------------------------------------
 def test_flow_gantt_legend_colours_are_distinct_and_titles_short():
     for run in flow.recorded():
         for lang in ("zh", "en"):
@@ -390,7 +390,7 @@ def test_diagrams_are_full_width(remote):
     assert at.get("graphviz_chart") and not inside
 
 
-# -- 17: metrics -------------------------------------------------------------------------------------------
+# -- metrics -------------------------------------------------------------------------------------------
 @functools.cache
 def _module(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
@@ -537,7 +537,7 @@ def test_rendered_metrics_have_no_arrow(remote):
     assert all(m.proto.direction == m.proto.MetricDirection.NONE for m in deltas)
 
 
-# -- 18: ch4 labels, ch5 tables ----------------------------------------------------------------------------
+# -- ch4 labels, ch5 tables ----------------------------------------------------------------------------
 def test_ch4_json_tab_says_body_not_header(remote):
     at = page("views/ch4_http.py")
     md = [m.value for m in at.markdown]
@@ -579,7 +579,7 @@ def test_compared_rows_put_the_things_across_and_write_each_measure_alike():
     assert rows[3]["priority"] is None  # shown as the table's placeholder, never "nan"
 
 
-# -- 19, 20, 21: names, /home, Streamlit's own strings ----------------------------------------------------
+# -- names, /home, Streamlit's own strings ----------------------------------------------------
 def test_grpc_is_written_grpc(remote):
     at = page("views/ch1_inference_server.py")
     radio = at.radio(key="ch1_protocol")
@@ -626,7 +626,7 @@ def test_choosers_have_a_translated_placeholder(remote, path):
         )
 
 
-# -- README §4: the two halves say the same things ------------------------------------------------------
+# -- README: the two halves say the same things ------------------------------------------------------
 def test_readme_halves_agree_on_what_a_newcomer_needs():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     zh, en = text.split("\n## English\n", 1)

@@ -142,7 +142,7 @@ def test_join_soft_breaks(source, expected):
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        # the review's ch3 defect: closing ** after 。 and before an ideograph
+        # as chapter 3 once had it: closing ** after 。 and before an ideograph
         ("天花板：**ensemble 不能根据数据分支。**只要", "天花板：**ensemble 不能根据数据分支**。只要"),
         ("是**「引用」**就", "是「**引用**」就"),  # opening ** before a full-width mark
         ("是**`code`**就", "是 **`code`** 就"),  # a code span cannot move: a space, as beside code anyway

@@ -317,7 +317,7 @@ def test_inflight_memory(tmp_path):
 
 # -- the package ------------------------------------------------------------------------------
 
-# each part imports only parts above it (the review's acyclic split)
+# each part imports only parts above it, so the package has no import cycle
 LAYERS = [
     "problems",
     "autofill",

@@ -144,7 +144,7 @@ def test_list_lessons_in_order():
 @pytest.mark.parametrize("chapter", L.CHAPTERS)
 def test_quiz_banks_agree_and_are_valid(chapter):
     zh, en = L.load_quiz(chapter, "zh"), L.load_quiz(chapter, "en")
-    assert len(zh) >= 6  # the issue's minimum (7) is in test_quiz_enough_questions_and_scenarios_per_chapter
+    assert len(zh) >= 6  # the course's minimum (7) is in test_quiz_enough_questions_and_scenarios_per_chapter
     assert [q.id for q in zh] == [q.id for q in en]
     assert len({q.id for q in zh}) == len(zh)
     for qz, qe in zip(zh, en, strict=True):
@@ -166,7 +166,7 @@ def test_quiz_answers_are_not_always_the_same_position():
     assert len(set(answers)) >= 3
 
 
-# The issue's quiz rules, over the real banks (issue 11: "Quizzes that test understanding").
+# Rules that keep each quiz a test of understanding, checked over the real banks.
 MIN_QUESTIONS = 7
 MIN_SCENARIOS = 3
 
@@ -598,7 +598,7 @@ def test_every_chapter_highlights_part_of_a_requests_life():
         assert [s for s, _ in stages] == list(request_map.STAGES)
         assert any(on for _, on in stages), chapter
         assert set(request_map.CHAPTER_STAGES[chapter]) <= set(request_map.STAGES)
-    assert all(on for _, on in request_map.stages(8))  # the review covers the whole life
+    assert all(on for _, on in request_map.stages(8))  # common mistakes cover the whole life
     assert not request_map.stages(4)[2][1]  # HTTP/REST is not about the ensemble scheduler
     for lang in L.LANGS:
         for stage in (*request_map.STAGES, "title"):
