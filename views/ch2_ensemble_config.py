@@ -34,7 +34,7 @@ SWAP_OUTCOMES = ("loads", "refused", "wrong")
 
 def editor() -> None:
     st.subheader(t("ch2.editor_title"))
-    st.caption(t("ch2.editor_help"))
+    st.caption(t("ch2.editor_help", comments=t("repo.file_comments")))
     if KEY not in st.session_state:
         st.session_state[KEY] = _original()
     swap_options = {k: t(f"ch2.swap_{k}") for k in SWAP_OUTCOMES}

@@ -90,6 +90,7 @@ edit_box = boxes.remembered_expander("flow_edit_box", t("lab_flow.edit_title"))
 edited, send_edit = "", False
 if edit_box.open:
     with edit_box:
+        st.caption(t("repo.file_comments"))
         edited = st.text_area(
             t("lab_flow.edit_help"),
             value=(DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8"),

@@ -350,7 +350,7 @@ def _load_tab() -> None:
                 wire_bytes_received_per_call=received,
                 wire_counted=f"separate pass, {WIRE_CALLS} calls" if sent is not None else "",
             )
-        st.caption(t("lab_protocols.engine_note", engine=bench.ENGINE))
+        st.caption(t("lab_protocols.engine_note", engine=_engine_label()))
         _download(rows, "protocols_load")
 
 
@@ -436,6 +436,11 @@ def _sweep_tab() -> None:
 
 
 # -- perf_analyzer cross-check -----------------------------------------------------------------------
+def _engine_label() -> str:
+    """The lab's load engine: its name, and what it is in the reader's language."""
+    return t("lab_protocols.engine_name", name=bench.ENGINE_NAME)
+
+
 def _check_tab() -> None:
     """This lab's engine against Triton's own perf_analyzer on the same load."""
     st.caption(t("lab_protocols.check_help"))
@@ -489,8 +494,14 @@ def _check_tab() -> None:
                 tol=round(check["tolerance"] * 100),
             )
         )
-        st.caption(t("lab_protocols.check_roles", engine=check["engine"], check=check["check"]))
-        st.code(check["perf_analyzer_command"], language="bash", wrap_lines=True)
+        st.caption(
+            t(
+                "lab_protocols.check_roles",
+                engine=_engine_label(),
+                check=t("lab_protocols.check_name", name=perf_analyzer.CHECK_NAME),
+            )
+        )
+        st.code(check["perf_analyzer_shown"], language="bash", wrap_lines=True)
 
 
 # -- streaming ---------------------------------------------------------------------------------------

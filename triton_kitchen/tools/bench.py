@@ -44,7 +44,9 @@ from triton_kitchen.tools.protocols import (
 )
 
 LATE_S = 0.001  # an open-loop request sent more than this after its time was late
-ENGINE = "triton-kitchen (Python client)"
+# the load engine in records and reports; pages show ENGINE_NAME with its description in the reader's language
+ENGINE_NAME = "triton-kitchen"
+ENGINE = f"{ENGINE_NAME} (Python client)"
 CONTRACT_KEYS = (
     "protocol",
     "model",
