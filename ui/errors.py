@@ -2,15 +2,14 @@
 
 Every app error is a :class:`~triton_kitchen.core.errors.KitchenError` with a ``code``; its message is
 ``error.<code>`` in ``lessons/<lang>/ui.toml``. Where one code needs different words depending on where it
-came from, ``error.<source>_<code>`` comes first, ``<source>`` being the class name without "Error", in
-snake case (``FlowError("bad_config")`` reads ``error.flow_bad_config``, then ``error.bad_config``). A code
+came from, ``error.<source>_<code>`` comes first, ``<source>`` being the error's ``source`` attribute
+(``FlowError("bad_config")`` reads ``error.flow_bad_config``, then ``error.bad_config``). A code
 with no message gets the generic one, and its traceback goes to the log: a page never shows a traceback.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 
 from triton_kitchen.core import lessons
@@ -56,13 +55,9 @@ def error_code_of(exc_or_code: Exception | str) -> str:
 
 
 def _source(exc: Exception | str) -> str:
-    """``FlowError`` -> "flow", ``PerfAnalyzerError`` -> "perf_analyzer"; "" for a code or another class."""
-    if isinstance(exc, str):
-        return ""
-    name = type(exc).__name__
-    if not name.endswith("Error") or name == "Error":
-        return ""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name[: -len("Error")]).lower()
+    """The error's ``source`` (``FlowError`` -> "flow"); "" for a code or an error without one."""
+    source = "" if isinstance(exc, str) else getattr(exc, "source", "")
+    return source if isinstance(source, str) else ""
 
 
 @dataclass(frozen=True)

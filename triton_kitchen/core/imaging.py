@@ -53,7 +53,10 @@ ERROR_CODES = {
 
 class ImageError(ValueError):
     """A bad upload. ``code`` is a short stable key (see :data:`ERROR_CODES`) a UI can translate;
-    ``detail`` is the English explanation."""
+    ``detail`` is the English explanation. ``source``: as a KitchenError's (ui.errors reads
+    ``error.image_<code>`` first)."""
+
+    source = "image"
 
     def __init__(self, code: str, detail: str):
         super().__init__(f"{code}: {detail}")

@@ -38,6 +38,7 @@ class BatchingError(KitchenError):
     """The repository API refused a load (message verbatim from Triton), or the lab is busy. ``code``:
     "load_failed", "no_control_api", "busy", "restore_failed", "bad_settings"."""
 
+    source = "batching"
     default_code = "load_failed"
 
     def __init__(self, message: str, code: str = "load_failed") -> None:

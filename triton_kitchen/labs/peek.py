@@ -46,6 +46,7 @@ class PeekError(KitchenError):
     """The peek could not be made: ``not_supported`` (no trace and a step the client cannot call alone),
     ``not_found`` (the request's trace did not appear), ``failed`` (the request or a step failed)."""
 
+    source = "peek"
     default_code = "failed"
 
 

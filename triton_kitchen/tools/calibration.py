@@ -29,6 +29,8 @@ class CalibrationError(KitchenError):
     """The model cannot be simulated (``no_batching``: max_batch_size 0), or the server gave nothing to
     calibrate from (``no_statistics``, ``load_failed``)."""
 
+    source = "calibration"
+
 
 def batcher_config(model_config: dict) -> BatcherConfig:
     """The batcher's settings of a loaded config (JSON as Triton returns it)."""

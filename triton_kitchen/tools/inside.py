@@ -55,6 +55,7 @@ class InsideError(KitchenError):
     model's input, an unknown output name), ``no_server`` (nothing answers), ``not_supported`` (a decoupled
     model)."""
 
+    source = "inside"
     default_code = "bad_input"
 
 

@@ -34,6 +34,7 @@ EDITED_PREFIX = "tk_flow_"  # models loaded by send_config: a temporary name, un
 class FlowError(KitchenError):
     """The model is not an ensemble of the repository, or its request could not be made or traced."""
 
+    source = "flow"
     default_code = "server_error"
 
 
