@@ -7,21 +7,19 @@ Navigation (lessons and labs, from the page table ``ui/pages.py``), the shared s
 from __future__ import annotations
 
 import logging
-import os
 
 import streamlit as st
 
 import ui.warmup  # noqa: F401 - first, before any page: see its docstring
+from triton_kitchen.core.settings import settings
 from ui import classroom, i18n, pages, present
 from ui.sidebar import render_sidebar
-
-LOG_LEVEL_ENV = "TRITON_KITCHEN_LOG_LEVEL"
 
 
 def configure_logging() -> None:
     """The app's own loggers (triton_kitchen, ui) to stderr, where `streamlit run` writes; once per process."""
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # no-op once configured
-    level = os.environ.get(LOG_LEVEL_ENV, "INFO").upper()
+    level = settings().log_level
     for name in ("triton_kitchen", "ui"):
         logging.getLogger(name).setLevel(level)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -16,10 +15,10 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from triton_kitchen.core import lessons
+from triton_kitchen.core.settings import settings
 from ui import boxes
 
 DEFAULT_MODEL = "image_classifier"
-TEACHER_TOKEN_ENV = "TRITON_KITCHEN_TEACHER_TOKEN"
 _TEACHER_KEY = "tk_teacher"
 
 
@@ -145,7 +144,7 @@ def is_teacher() -> bool:
     carried ``?teacher=<that token>`` once has them (remembered for the session: a page switch drops the query
     string). Without the variable the app is one person's (a learner at home, or a teacher's own machine): the
     browser on the machine that runs the app has them, browsers from other machines do not."""
-    token = os.environ.get(TEACHER_TOKEN_ENV, "")
+    token = settings().teacher_token
     if token:
         given = st.query_params.get("teacher")
         if given is not None:
@@ -157,7 +156,7 @@ def is_teacher() -> bool:
 def class_mode() -> bool:
     """The app serves a class: TRITON_KITCHEN_TEACHER_TOKEN is set, so the server's controls live in the
     teacher's view, and nobody else has them."""
-    return bool(os.environ.get(TEACHER_TOKEN_ENV, ""))
+    return bool(settings().teacher_token)
 
 
 def teacher_view_on() -> bool:

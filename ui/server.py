@@ -8,7 +8,6 @@ The embedded server is one :class:`~triton_kitchen.core.supervisor.ServerSupervi
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ import streamlit as st
 from triton_kitchen.core import kserve
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.server import EmbeddedServer
+from triton_kitchen.core.settings import settings
 from triton_kitchen.core.supervisor import RESTART_TIMEOUT_S, ServerSupervisor
 from triton_kitchen.tools.repository import ServerStatus, server_status
 from ui.errors import show_error
@@ -26,7 +26,6 @@ from ui.i18n import t
 from ui.server_choice import remote_metrics_url, remote_urls, server_mode
 
 __all__ = [
-    "AUTO_RESTART_ENV",
     "BUSY",
     "Busy",
     "DEAD_PROBE_TTL_S",
@@ -53,7 +52,6 @@ PROBE_TIMEOUT_S = 1.0  # a remote server that has not answered by then is report
 EMBEDDED_PROBE_TIMEOUT_S = 3.0
 _PROBE_TTL_S = 1.0  # one probe per URL and second for the whole app, however many sessions poll
 DEAD_PROBE_TTL_S = 3.0  # a server that did not answer is asked again after this long, not on every run
-AUTO_RESTART_ENV = "TRITON_KITCHEN_AUTO_RESTART"
 _STATUS_KEY = "tk_status_run"  # (this run's marker, its ServerStatus | None)
 
 
@@ -67,7 +65,7 @@ def supervisor() -> ServerSupervisor:
 def auto_restart() -> bool:
     """Restart a dead embedded server without being asked: an app-wide setting, on unless the app was started
     with TRITON_KITCHEN_AUTO_RESTART=0 (it is one server for the whole class, not a student's choice)."""
-    return os.environ.get(AUTO_RESTART_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    return settings().auto_restart
 
 
 def embedded_error() -> Exception | None:

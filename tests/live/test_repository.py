@@ -13,6 +13,7 @@ from triton_kitchen.core import catalog
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.ensemble import Problem
 from triton_kitchen.core.server import free_port
+from triton_kitchen.core.settings import REPOSITORY_ROOT_ENV
 from triton_kitchen.tools import repository as repo
 
 EXPECTED = {
@@ -163,7 +164,7 @@ def test_only_folders_under_the_root_open(tmp_path, monkeypatch):
     (tmp_path / "outside" / "m").mkdir(parents=True)
     (tmp_path / "outside" / "m" / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
     (root / "link").symlink_to(tmp_path / "outside")
-    monkeypatch.setenv(repo.REPOSITORY_ROOT_ENV, str(root))
+    monkeypatch.setenv(REPOSITORY_ROOT_ENV, str(root))
     assert repo.repository_root() == root.resolve()
     assert [e.name for e in repo.open_repository("repo")] == ["m"]  # relative: under the root
     assert [e.name for e in repo.open_repository(root / "repo")] == ["m"]
@@ -178,7 +179,7 @@ def test_only_folders_under_the_root_open(tmp_path, monkeypatch):
         with pytest.raises(repo.RepositoryError) as info:
             repo.open_repository(path)
         assert info.value.code == "repo_outside_root", path  # refused before looking: no probing outside
-    monkeypatch.delenv(repo.REPOSITORY_ROOT_ENV)
+    monkeypatch.delenv(REPOSITORY_ROOT_ENV)
     assert repo.repository_root() == repo.REPO_ROOT.resolve()
     assert any(e.name == "classifier" for e in repo.open_repository("model_repository"))
     assert repo.RepositoryError("repo_empty", "x").detail == "x"
@@ -261,7 +262,7 @@ def test_ch1_other_repository_stays_under_the_root(server, monkeypatch, lang):
     from triton_kitchen.core import lessons
 
     conftest.use_remote(monkeypatch, server)
-    monkeypatch.delenv(repo.REPOSITORY_ROOT_ENV, raising=False)
+    monkeypatch.delenv(REPOSITORY_ROOT_ENV, raising=False)
     at = AppTest.from_file(str(repo.REPO_ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = lang
     switch_page(at, "views/ch1_inference_server.py")

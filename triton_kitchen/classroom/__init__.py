@@ -7,10 +7,9 @@ migrations and retried writes), ``report`` (the ``class report`` document, the t
 from triton_kitchen.classroom import figures
 from triton_kitchen.classroom.identity import IdentityError, Student, student_from, valid
 from triton_kitchen.classroom.report import answers_csv, class_report, lab_rows, question_table
-from triton_kitchen.classroom.store import DATABASE_URL_ENV, ClassStore, default_url, shared_store
+from triton_kitchen.classroom.store import ClassStore, default_url, shared_store
 
 __all__ = [
-    "DATABASE_URL_ENV",
     "ClassStore",
     "IdentityError",
     "Student",

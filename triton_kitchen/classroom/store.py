@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 import uuid
@@ -40,10 +39,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from triton_kitchen.classroom.identity import Student
+from triton_kitchen.core.settings import settings
 
 log = logging.getLogger(__name__)
 
-DATABASE_URL_ENV = "TRITON_KITCHEN_DATABASE_URL"
 RETRIES = 8  # a write is tried this many times on contention before the error reaches the caller
 
 meta = MetaData()
@@ -95,7 +94,7 @@ MIGRATIONS = [_migration_1]  # index + 1 is the version a migration brings a dat
 def default_url() -> str:
     from triton_kitchen.core.server import cache_root
 
-    return os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{cache_root() / 'classroom.db'}"
+    return settings().database_url or f"sqlite:///{cache_root() / 'classroom.db'}"
 
 
 def _is_contention(exc: Exception) -> bool:

@@ -12,7 +12,8 @@ import sys
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from triton_kitchen.classroom import DATABASE_URL_ENV, ClassStore, class_report
+from triton_kitchen.classroom import ClassStore, class_report
+from triton_kitchen.core.settings import DATABASE_URL_ENV
 
 
 def add_class_parser(subparsers) -> argparse.ArgumentParser:

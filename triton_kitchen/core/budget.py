@@ -13,7 +13,6 @@ laptop). The library never imports Streamlit: the UI decides what to show.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -21,13 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.settings import settings
 
 
 def default_workers() -> int:
-    raw = os.environ.get("TRITON_KITCHEN_LAB_WORKERS", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return max(4, 4 * (os.cpu_count() or 1))
+    return settings().lab_workers
 
 
 @dataclass

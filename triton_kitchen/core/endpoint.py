@@ -1,12 +1,14 @@
 """Where a Triton server answers: an :class:`Endpoint` (HTTP and gRPC ``host:port``, headers) and URL helpers.
 
-The bottom layer: it imports nothing of the project, so every client module can use it.
+The bottom layer: it imports nothing of the project but :mod:`~triton_kitchen.core.settings`, so every client
+module can use it.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
+
+from triton_kitchen.core.settings import settings
 
 DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 
@@ -25,11 +27,10 @@ class Endpoint:
     def from_env(cls) -> Endpoint | None:
         """A remote server from ``TRITON_HTTP_URL`` / ``TRITON_GRPC_URL`` (and ``TRITON_METRICS_URL``, for a
         metrics port that is not the HTTP host's 8002), or None when neither of the first two is set."""
-        http = os.environ.get("TRITON_HTTP_URL", "").strip()
-        grpc = os.environ.get("TRITON_GRPC_URL", "").strip()
-        if not http and not grpc:
+        env = settings()
+        if not env.http_url and not env.grpc_url:
             return None
-        return cls.remote(http, grpc, os.environ.get("TRITON_METRICS_URL", "").strip())
+        return cls.remote(env.http_url, env.grpc_url, env.metrics_url)
 
     @classmethod
     def remote(cls, http_url: str = "", grpc_url: str = "", metrics_url: str = "") -> Endpoint:

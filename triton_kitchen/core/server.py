@@ -25,6 +25,7 @@ from pathlib import Path
 from triton_kitchen.core import kserve
 from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.settings import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
@@ -54,8 +55,7 @@ class ServerStartError(KitchenError):
 
 def cache_root() -> Path:
     """Writable folder for the server copy, logs and traces (``TRITON_KITCHEN_CACHE`` overrides)."""
-    root = os.environ.get("TRITON_KITCHEN_CACHE") or Path.home() / ".cache" / "triton-kitchen"
-    path = Path(root)
+    path = settings().cache
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -15,7 +15,6 @@ written to a repository or loaded into a server.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field, fields
@@ -39,6 +38,7 @@ from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.ensemble import Msg, Problem, autofill
 from triton_kitchen.core.errors import KitchenError
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, REPO_ROOT
+from triton_kitchen.core.settings import settings
 from triton_kitchen.core.tensors import short_name
 
 MAX_CONFIG_BYTES = 256 * 1024
@@ -143,7 +143,6 @@ def loaded_config_text(endpoint: Endpoint, model: str) -> str:
 
 
 # -- the files -------------------------------------------------------------------------------
-REPOSITORY_ROOT_ENV = "TRITON_KITCHEN_REPOSITORY_ROOT"
 
 
 def scan_names(repo: Path | str) -> list[str]:
@@ -167,7 +166,7 @@ def autofilled_backend(entry: ModelEntry) -> str | None:
 
 def repository_root() -> Path:
     """The folder whose subfolders a browser user may open: ``$TRITON_KITCHEN_REPOSITORY_ROOT``, else the app's."""
-    return Path(os.environ.get(REPOSITORY_ROOT_ENV) or REPO_ROOT).expanduser().resolve()
+    return Path(settings().repository_root or REPO_ROOT).expanduser().resolve()
 
 
 def allowed_folder(path: Path | str, root: Path | str | None = None) -> Path:
