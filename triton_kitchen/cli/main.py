@@ -122,46 +122,47 @@ def _show(path: str | None) -> str:
     return rel if not rel.startswith("..") else path
 
 
+def _check_path(raw: str, config_name: str | None, options: CheckOptions) -> list[Problem]:
+    p = Path(raw)
+    if not p.exists():
+        why = "no such file or directory"
+        if os.path.lexists(raw):  # the name is there: a link to nothing, or a loop of links
+            try:
+                os.stat(raw)
+            except OSError as e:
+                why = f"cannot read: {e.strerror or e}"
+        return [Problem("error", "no_such_path", why, {"path": raw}, None, None, None, raw)]
+    if p.is_file():
+        model_dir = p.parent.parent if p.parent.name == "configs" else p.parent
+        if p.name == "config.pbtxt" or p.parent.name == "configs":
+            repo = load_repository(
+                model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None)
+            )
+            if model_dir.name in repo:
+                return validate_model(model_dir.name, repo, with_dependencies=True, options=options)
+        return validate_config_file(p)
+    if is_model_dir(p):
+        repo = load_repository(p.resolve().parent, config_name)
+        return validate_model(p.resolve().name, repo, with_dependencies=True, options=options)
+    repo = load_repository(p, config_name)
+    out = []
+    if not repo:
+        out.append(
+            Problem("warning", "empty_repository", "no model directories here", {}, None, None, None, raw)
+        )
+    return out + validate_repository(repo, options=options)
+
+
 def check_paths(
     paths: list[str], config_name: str | None = None, options: CheckOptions = DEFAULT_OPTIONS
 ) -> list[Problem]:
     """Problems for each PATH (config file, model directory or repository)."""
     out: list[Problem] = []
     for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            out.append(
-                Problem(
-                    "error", "no_such_path", "no such file or directory", {"path": raw}, None, None, None, raw
-                )
-            )
-            continue
-        if p.is_file():
-            model_dir = p.parent.parent if p.parent.name == "configs" else p.parent
-            if p.name == "config.pbtxt" or p.parent.name == "configs":
-                repo = load_repository(
-                    model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None)
-                )
-                if model_dir.name in repo:
-                    out += validate_model(model_dir.name, repo, with_dependencies=True, options=options)
-                    continue
-            out += validate_config_file(p)
-        elif is_model_dir(p):
-            repo = load_repository(p.resolve().parent, config_name)
-            out += validate_model(p.resolve().name, repo, with_dependencies=True, options=options)
-        else:
-            try:
-                repo = load_repository(p, config_name)
-            except ConfigError as e:
-                out.append(Problem("error", e.code, e.message, e.params, None, None, None, raw))
-                continue
-            if not repo:
-                out.append(
-                    Problem(
-                        "warning", "empty_repository", "no model directories here", {}, None, None, None, raw
-                    )
-                )
-            out += validate_repository(repo, options=options)
+        try:
+            out += _check_path(raw, config_name, options)
+        except ConfigError as e:  # the repository around PATH cannot be read (Triton's poll fails too)
+            out.append(Problem("error", e.code, e.message, e.params, None, None, None, raw))
     # the same problem may come from two PATHs (a shared step model)
     seen, unique = set(), []
     for pr in out:
@@ -193,10 +194,25 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the server has N GPUs (ids 0..N-1); default: unknown",
     )
+    p.add_argument(
+        "--backend-directory",
+        default=None,
+        metavar="DIR",
+        help="the server's backend folder (tritonserver --backend-directory, /opt/tritonserver/backends in "
+        "NGC images): a backend is found only there or in the model's folder. Default: Triton 2.51's "
+        "base image, where a backend that another NVIDIA image ships (tensorrtllm, vllm, ...) is a note",
+    )
 
 
 def check_command(args: argparse.Namespace) -> int:
-    options = CheckOptions(autofill=not args.disable_auto_complete_config, gpus=args.gpus)
+    if args.backend_directory is not None and not os.path.isdir(args.backend_directory):
+        print(f"error: --backend-directory {args.backend_directory}: not a directory", file=sys.stderr)
+        return 2
+    options = CheckOptions(
+        autofill=not args.disable_auto_complete_config,
+        gpus=args.gpus,
+        backend_directory=args.backend_directory,
+    )
     problems = check_paths(args.paths, args.config_name, options)
     if args.json:
         print(
@@ -211,8 +227,11 @@ def check_command(args: argparse.Namespace) -> int:
                 print(f"    triton: {pr.triton_message}")
         if not has_errors(problems):
             warnings = sum(1 for pr in problems if pr.severity == "warning")
+            notes = sum(1 for pr in problems if pr.severity == "note")
             print(
-                f"OK: {', '.join(args.paths)}: no errors" + (f", {warnings} warning(s)" if warnings else ""),
+                f"OK: {', '.join(args.paths)}: no errors"
+                + (f", {warnings} warning(s)" if warnings else "")
+                + (f", {notes} note(s)" if notes else ""),
                 file=sys.stderr,
             )
     return 1 if has_errors(problems) else 0

@@ -522,6 +522,13 @@ def read_model_dir(
     except OSError:
         children = []
     for child in children:
+        try:
+            child.is_dir()
+        except OSError as e:  # a symlink loop: Triton's stat fails, so does the model's load
+            entry.error = ConfigError(
+                f"failed to stat file {child.path}: {e.strerror or e}", path=child.path, code="unreadable"
+            )
+            return entry
         if child.is_dir() and child.name.isdigit():
             v = int(child.name)
             entry.versions.append(v)
@@ -596,6 +603,15 @@ def load_repository(
             f"cannot read repository {root}: {e.strerror or e}", path=str(root), code="unreadable"
         ) from None
     for child in children:
+        try:  # Triton stats every entry of the repository; one that cannot be stat'ed fails the whole poll
+            os.stat(child.path)
+        except OSError as e:
+            raise ConfigError(
+                f"failed to poll model repository '{root}': failed to stat file {child.path} "
+                f"({e.strerror or e})",
+                path=child.path,
+                code="unreadable",
+            ) from None
         if child.is_dir() and not child.name.startswith("."):
             repo[child.name] = read_model_dir(child.path, config_name, max_bytes)
     return repo

@@ -55,6 +55,16 @@ CONTAINER_BACKENDS = frozenset(
     }
 )
 
+# Backends that a repository written for another NVIDIA image uses and the base image
+# (nvcr.io/nvidia/tritonserver:<yy.mm>-py3) does not ship: backend -> where it ships. The image names are
+# those of the server's docs/introduction/compatibility.md (the -trtllm- and -vllm- containers, from 24.04
+# in that table); FasterTransformer was never in an NGC image: its backend repository builds one.
+NGC_IMAGE_BACKENDS = {
+    "tensorrtllm": "nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3",
+    "vllm": "nvcr.io/nvidia/tritonserver:<yy.mm>-vllm-python-py3",
+    "fastertransformer": "github.com/triton-inference-server/fastertransformer_backend",
+}
+
 
 @dataclass
 class Completed:
@@ -202,13 +212,36 @@ def escapes(runtime: str) -> bool:
     return False
 
 
-def library_found(entry: ModelEntry, backend: str, runtime: str, known: set[str]) -> bool:
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a symlink loop, a name too long: not a file Triton could open either
+        return False
+
+
+def library_found(
+    entry: ModelEntry, backend: str, runtime: str, known: set[str], backend_dir: str | None = None
+) -> bool:
     """Whether Triton finds the backend library: ``runtime`` (or ``libtriton_<backend>.so``) in the version
-    folder, the model folder or the backend's folder of the server (``known``: the backends it has)."""
+    folder, the model folder or the backend's folder of the server (``known``: the backends it has).
+
+    With ``backend_dir`` (tritonserver's ``--backend-directory``) the server's folder is looked at itself, as
+    ``TritonModel::GetBackendLibraryProperties`` does: ``<dir>/<backend>/<library>``, or for a Python-based
+    backend ``<dir>/<backend>/model.py`` and the Python backend's ``libtriton_python.so``."""
     lib = runtime or f"libtriton_{backend}.so"
     places = [entry.path / str(v) for v in entry.versions] + [entry.path]
-    if any((p / lib).is_file() for p in places):
+    if any(_is_file(p / lib) for p in places):
         return True
+    if backend_dir is not None:
+        root = Path(backend_dir)
+        if runtime != PYTHON and _is_file(root / backend / lib):
+            return True
+        if runtime and runtime != PYTHON:
+            return False
+        python_lib = [*places, root / "python"]
+        return _is_file(root / backend / PYTHON) and any(
+            _is_file(p / "libtriton_python.so") for p in python_lib
+        )
     if not runtime:
         return backend in known
     if runtime == PYTHON:  # a Python-based backend: <backend folder>/model.py

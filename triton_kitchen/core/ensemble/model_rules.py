@@ -267,7 +267,10 @@ def _check_missing_config(e: ModelEntry, c: Collector) -> None:
 def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str, opts) -> bool:
     """Where Triton looks for the backend library when it loads the model (``runtime``)."""
     runtime = e.config.runtime
-    known = set(autofill.CONTAINER_BACKENDS) | set(opts.backends) | _local_backends()
+    if opts.backend_directory is not None:  # the server's own folder: only what is in it
+        known = set(opts.backends) | set(_subdirs(opts.backend_directory))
+    else:
+        known = set(autofill.CONTAINER_BACKENDS) | set(opts.backends) | _local_backends()
     if runtime and autofill.escapes(runtime):
         c.error(
             "runtime_escapes",
@@ -277,7 +280,23 @@ def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str,
             runtime=runtime,
         )
         return False
-    if autofill.library_found(e, backend, runtime, known):
+    if autofill.library_found(e, backend, runtime, known, opts.backend_directory):
+        return True
+    image = autofill.NGC_IMAGE_BACKENDS.get(backend)
+    if (
+        image
+        and opts.backend_directory is None
+        and runtime in ("", f"libtriton_{backend}.so", autofill.PYTHON)
+    ):
+        # written for another image: whether it loads depends on the server's backends, which check cannot see
+        key = "backend_in_other_image" if image.startswith("nvcr.io/") else "backend_built_separately"
+        c.note(
+            "backend_in_other_image",
+            msg(key, backend=backend, image=image),
+            line=e.line("backend", 0, default=e.line("name", 0, default=1)),
+            backend=backend,
+            image=image,
+        )
         return True
     if runtime:
         c.error(
@@ -290,7 +309,9 @@ def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str,
     else:
         c.error(
             "unknown_backend",
-            msg("unknown_backend", backend=backend, known=sorted(known)),
+            msg("unknown_backend", backend=backend, known=sorted(known))
+            if opts.backend_directory is None
+            else msg("unknown_backend_dir", backend=backend, dir=opts.backend_directory),
             line=e.line("backend", 0, default=e.line("name", 0, default=1)),
             triton=(
                 f"unable to find backend library for backend '{backend}', try specifying runtime on the model "
@@ -299,6 +320,13 @@ def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str,
             backend=backend,
         )
     return False
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        return [d.name for d in os.scandir(path) if d.is_dir()]
+    except OSError:
+        return []
 
 
 @functools.cache

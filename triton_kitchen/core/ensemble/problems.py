@@ -102,7 +102,8 @@ def config_error_msg(err: ConfigError) -> Msg:
 
 @dataclass
 class Problem:
-    """One finding.  ``severity`` is ``"error"`` (Triton would not load it) or ``"warning"``."""
+    """One finding.  ``severity`` is ``"error"`` (Triton would not load it), ``"warning"`` or ``"note"`` (what
+    the verdict depends on but a config cannot show: the image that ships a backend)."""
 
     severity: str
     code: str
@@ -143,11 +144,13 @@ class CheckOptions:
 
     ``autofill``: Triton's auto-complete (off with ``--disable-auto-complete-config``); ``gpus``: how many
     GPUs it has (None: unknown, so GPU ids are only checked for what is wrong everywhere); ``backends``:
-    backends it has beyond Triton 2.51's container's."""
+    backends it has beyond Triton 2.51's container's; ``backend_directory``: its ``--backend-directory``
+    (None: unknown, so a backend that another NVIDIA image ships is a note, not an error)."""
 
     autofill: bool = True
     gpus: int | None = None
     backends: frozenset[str] = frozenset()
+    backend_directory: str | None = None
 
 
 DEFAULT_OPTIONS = CheckOptions()
@@ -182,6 +185,9 @@ class Collector:
 
     def warning(self, code, message, line=None, triton=None, **params) -> Problem:
         return self.add("warning", code, message, line, triton, **params)
+
+    def note(self, code, message, line=None, triton=None, **params) -> Problem:
+        return self.add("note", code, message, line, triton, **params)
 
 
 def as_repo(repo: Repo | str | os.PathLike) -> Repo:

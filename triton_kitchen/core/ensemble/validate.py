@@ -217,6 +217,20 @@ def _check_dependencies(e: ModelEntry, repo: Repo, c: Collector, cache: dict, st
     if has_errors(c.items):
         return
 
+    # a step model without config.pbtxt that Triton completes from its model file at load: its tensors and
+    # batch size are known only then, so the checks that compare the ensemble with it cannot run here
+    filled = [(i, s) for i, s in enumerate(steps) if repo[s.model_name].config is None]
+    for i, s in filled:
+        c.warning(
+            "step_config_filled_at_load",
+            msg("step_config_filled_at_load", step=step_ref(i, s.model_name), model=s.model_name),
+            line=e.line(*step_path(i)),
+            step=i,
+            model=s.model_name,
+        )
+    if filled:
+        return
+
     # 3. batch sizes, tensor mapping and consistency (ValidateEnsembleConfig), in step order
     def on_error(i, code, triton, mp, map_key, **params):
         s = steps[i]
