@@ -127,7 +127,11 @@ def run_stable(
         refill = (
             spec.warmup_s if i == 0 else min(1.0, max(0.2, 2 * (windows[-1].mean_latency_ms or 0) / 1000))
         )
-        r = run_bench(endpoint, replace(each, warmup_s=refill), stop=stop, progress=progress)
+        # open loop: each window draws its own arrivals (the run's seed plus the window's index); one seed for
+        # every window would send the same realisation each time, and the windows would agree by construction
+        r = run_bench(
+            endpoint, replace(each, warmup_s=refill, seed=spec.seed + i), stop=stop, progress=progress
+        )
         windows.append(r)
         if r.stop_reason in ("stopped", "deadline", "error") or not r.throughput_rps or r.errors:
             break
