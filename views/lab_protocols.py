@@ -59,7 +59,8 @@ model = other or model
 compression = c3.radio(
     t("lab_protocols.compression"),
     ["none", "gzip"],
-    format_func=lambda c: t(f"lab_protocols.compression_{c}"),
+    # labels made now, in this run's language (AppTest calls format_func again after the run)
+    format_func={c: t(f"lab_protocols.compression_{c}") for c in ("none", "gzip")}.get,
     key="proto_gzip",
     persist_state="session",
     horizontal=True,
