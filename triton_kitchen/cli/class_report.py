@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from triton_kitchen.classroom import ClassStore, class_report
+from triton_kitchen.classroom import ClassStore, class_report, default_url
 from triton_kitchen.core.settings import DATABASE_URL_ENV
 
 
@@ -32,9 +34,34 @@ def add_class_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _missing_file(url: str) -> Path | None:
+    """The SQLite file ``url`` names when it does not exist (opening it would create an empty database)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database)
+    return None if path.exists() else path
+
+
 def report_command(args: argparse.Namespace) -> int:
     try:
-        store = ClassStore(args.database_url)
+        url = args.database_url or default_url()
+        shown = make_url(url).render_as_string(hide_password=True)
+    except (SQLAlchemyError, ValueError) as exc:
+        print(f"class report: not a database URL: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    missing = _missing_file(url)
+    if missing is not None:
+        print(
+            f"class report: cannot read the class database: there is none at {missing} ({shown}); no class "
+            f"has used it yet, or the app keeps it elsewhere (--database-url, ${DATABASE_URL_ENV}); nothing "
+            "was created",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"class database: {shown}", file=sys.stderr)
+    try:
+        store = ClassStore(url)
         doc = class_report(store, args.class_code)
         store.dispose()
     except (SQLAlchemyError, OSError) as exc:
