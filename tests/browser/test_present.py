@@ -67,6 +67,7 @@ def _dots(at) -> list[str]:
     return [g.proto.spec for g in at.get("graphviz_chart")]
 
 
+@pytest.mark.app
 def test_present_in_the_url_turns_projector_mode_on_and_off():
     from streamlit.testing.v1 import AppTest
 
@@ -91,6 +92,7 @@ def test_present_in_the_url_turns_projector_mode_on_and_off():
     assert _styles(at) == []
 
 
+@pytest.mark.app
 def test_the_app_frame_applies_it_on_every_page(monkeypatch):
     """app.py injects the stylesheet and moves the navigation to the top bar, whatever the page."""
     from conftest import switch_page
@@ -109,6 +111,7 @@ def test_the_app_frame_applies_it_on_every_page(monkeypatch):
         assert at.session_state["tk_present"] is True
 
 
+@pytest.mark.app
 def test_the_projectors_bar_switches_the_language_and_leaves(monkeypatch):
     """The sidebar is hidden while presenting: the bar at the top gives the teacher the language and the way
     out. A switch there holds (the hidden sidebar's switch follows it instead of switching back)."""

@@ -7,7 +7,7 @@ repository, plus ``case.json``:
      "triton_loads": true|false, "triton_message": "<Triton's load error or null>"}
 
 ``triton_loads`` / ``triton_message`` are what the real server (2.51) said when the case
-was loaded into it; ``tests/test_corpus_agreement.py`` re-checks them live and fails on any
+was loaded into it; ``tests/live/test_corpus_agreement_live.py`` re-checks them live and fails on any
 disagreement with ``check``.  Run this script to regenerate the repositories (it keeps the
 recorded verdicts of cases that already exist):
 

@@ -14,6 +14,7 @@ from triton_kitchen.core import lessons
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_toy_replays_the_guide_and_a_stream(server, monkeypatch, lang):
     conftest.use_remote(monkeypatch, server)

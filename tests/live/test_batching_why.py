@@ -16,6 +16,7 @@ from ui import batching_why
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
+@pytest.mark.app
 def test_lab_page_in_chinese_before_a_run(embedded):
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["lang"] = "zh"
@@ -33,6 +34,7 @@ def test_lab_page_in_chinese_before_a_run(embedded):
     assert served["classifier"] >= 0 and set(served) >= {"classifier", "image_classifier"}
 
 
+@pytest.mark.app
 @pytest.mark.slow
 @pytest.mark.timing
 def test_lab_shows_why_beside_what(embedded):

@@ -18,6 +18,7 @@ def _open(lang: str) -> AppTest:
     return open_app_page(PAGE, lang)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_chapter10_every_live_element(embedded, lang):
     ep = embedded.endpoint

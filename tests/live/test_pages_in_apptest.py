@@ -70,6 +70,7 @@ def chapter_problems(at: AppTest, lang: str, slug: str) -> list[str]:
     return found
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_page_says_it_in_its_language(app_server, request, lang):
     """Every page on this server, every box open: nothing wrong on screen, in the page's language."""
@@ -174,6 +175,7 @@ def press_everything(at: AppTest, lang: str, slug: str) -> tuple[list[str], int]
     return [*found, f"/{slug}: still finding new controls after {MAX_PRESSES} presses"], len(pressed)
 
 
+@pytest.mark.app
 @pytest.mark.slow
 @pytest.mark.parametrize(("mode", "slug"), PRESSED, ids=[f"{m}-{s or 'home'}" for m, s in PRESSED])
 def test_everything_pressed(request, server, mode, slug):
@@ -184,6 +186,7 @@ def test_everything_pressed(request, server, mode, slug):
     assert not found, f"{len(found)} problem(s):\n" + "\n".join(found)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_each_of_chapter_7s_mistakes_shows_its_own_error(embedded, lang):
     """Chapter 7's "break it" list: the tutorial's client run once with each mistake shows an error box, the

@@ -32,6 +32,7 @@ def test_what_crosses_the_socket_names_the_region_not_the_tensor(server, sample_
     assert view.region not in leftover_regions()
 
 
+@pytest.mark.app
 def test_chapter_5_shows_the_shared_memory_request(embedded):
     at = AppTest.from_file("app.py", default_timeout=90)
     at.query_params["lang"] = "en"
@@ -43,6 +44,7 @@ def test_chapter_5_shows_the_shared_memory_request(embedded):
     assert any(m.label == lessons.t("shm_view.socket_bytes", "en") for m in at.metric)
 
 
+@pytest.mark.app
 def test_the_protocol_lab_runs_the_shared_memory_protocols(embedded):
     at = AppTest.from_file("app.py", default_timeout=120)
     at.query_params["lang"] = "zh"
@@ -64,6 +66,7 @@ def test_the_protocol_lab_runs_the_shared_memory_protocols(embedded):
     assert not leftover_regions()
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_chapter_6_measures_the_fastest_window(embedded, lang):
     """Predict, then measure: the same request over gRPC with its tensor on the socket and in shared memory,

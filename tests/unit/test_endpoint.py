@@ -46,6 +46,7 @@ def _connect_to_a_host_alone():
     st.write(repr((server_choice.remote_urls(), server_choice.remote_metrics_url())))
 
 
+@pytest.mark.app
 def test_the_sidebar_form_keeps_a_host_alone_on_tritons_ports():
     from streamlit.testing.v1 import AppTest
 

@@ -16,7 +16,12 @@ APP_CODE = [ROOT / "app.py", *(ROOT / d for d in ("triton_kitchen", "ui", "views
 DEV_CODE = [ROOT / "tests", ROOT / "benchmarks"]
 # modules of this repository (and Triton's stub module, present only inside tritonserver)
 LOCAL = {"triton_kitchen", "ui", "views", "app", "tests", "benchmarks", "conftest", "_server"}
-LOCAL |= {"_tiers", "_tier_guard", "live_guard"}
+LOCAL |= {
+    "_tiers",
+    "_tier_guard",
+    "live_guard",
+    "_shared",
+}  # _shared: helpers of a topic's unit and live tests
 LOCAL |= {"triton_python_backend_utils"} | {p.stem for p in (ROOT / "tests").glob("*.py")}
 LOCAL |= {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
 # imported in library code that the app never runs: models.build.write_labels regenerates the committed

@@ -160,6 +160,7 @@ def _timeline_app(name: str) -> None:
     batching_toy.queue_timeline(name)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", lessons.LANGS)
 @pytest.mark.parametrize("name", list(queue_toy.SCENARIOS))
 def test_predict_then_draw(name, lang):

@@ -33,6 +33,7 @@ def _open(lang: str, with_metrics: bool = True, pending: float = 0) -> AppTest:
     return at
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_two_columns_readiness_beside_the_name(lang):
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
@@ -42,6 +43,7 @@ def test_two_columns_readiness_beside_the_name(lang):
     assert table.iloc[:, 1].tolist() == [12, 0]
 
 
+@pytest.mark.app
 def test_a_queue_gets_a_line_an_idle_server_none():
     waiting = lessons.t("sidebar.waiting_now", "en", models="")
     idle = _open("en")
@@ -50,6 +52,7 @@ def test_a_queue_gets_a_line_an_idle_server_none():
     assert lessons.t("sidebar.waiting_now", "en", models="classifier 3") in [c.value for c in busy.caption]
 
 
+@pytest.mark.app
 def test_no_metrics_port_no_counts_and_says_so():
     at = _open("en", with_metrics=False)
     assert list(at.dataframe[0].value.columns) == [lessons.t("sidebar.col_model", "en")]

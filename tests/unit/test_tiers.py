@@ -1,5 +1,6 @@
-"""The fast tier's promise: under `-m "not live"` nothing starts tritonserver, Chromium or streamlit, and a
-test that tries (in the test process or in a child Python) fails the run, naming itself (tests/_tiers.py)."""
+"""The tiers (tests/_tiers.py): a test's folder is its tier, and the fast tier's promise: under `-m "not live"`
+nothing starts tritonserver, Chromium or streamlit, and a test that tries (in the test process or in a child Python)
+fails the run, naming itself."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from _tier_guard.live_guard import _forbidden
+from _tiers import FOLDER_MARKS, tier_folder
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -91,38 +94,20 @@ def test_a_start_in_a_child_python_fails_the_run_too(tmp_path):
     )
 
 
-def test_live_tests_are_found_without_hand_marks(tmp_path):
-    result = run_fast_tier(
-        tmp_path,
-        """
-        import pytest
-
-        @pytest.fixture
-        def server():
-            raise AssertionError("the fast tier must not set up a server")
-
-        @pytest.fixture
-        def remote(server):
-            return server
-
-        def open_page():
-            from streamlit.testing.v1 import AppTest
-            return AppTest.from_file
-
-        def own_page():
-            import streamlit as st
-            st.write("no server here")
-
-        def test_uses_server(server): ...
-        def test_uses_it_through_a_fixture(remote): ...
-        def test_runs_the_app(): open_page()
-        def test_offline(): ...
-        def test_own_small_page():
-            from streamlit.testing.v1 import AppTest
-            at = AppTest.from_function(own_page)
-            at.run()
-            assert not at.exception
-        """,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 passed, 3 deselected" in result.stdout, result.stdout
+@pytest.mark.parametrize(
+    "path, folder",
+    [
+        ("unit/test_tensors.py", "unit"),
+        ("live/test_trace_live.py", "live"),
+        ("browser/test_browser.py", "browser"),
+        ("test_loose.py", None),
+        ("_shared/trace.py", None),
+    ],
+)
+def test_the_folder_is_the_tier(path, folder):
+    item = SimpleNamespace(path=TESTS / path)
+    assert tier_folder(item) == folder
+    if folder:
+        assert (
+            FOLDER_MARKS[folder] == {"unit": set(), "live": {"live"}, "browser": {"live", "browser"}}[folder]
+        )

@@ -302,7 +302,7 @@ def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> Mo
 def load_config(path: str | os.PathLike) -> ModelConfig:
     """Parse a config file, or ``<dir>/config.pbtxt`` when given a model directory.
 
-    Only tests call it (``tests/live/test_lesson_content.py``); the app reads through :func:`read_model_dir`.
+    Only tests call it (``tests/unit/test_lesson_content.py``); the app reads through :func:`read_model_dir`.
     """
     p = Path(path)
     if p.is_dir():

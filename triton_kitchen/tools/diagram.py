@@ -29,7 +29,7 @@ COLORS = {
     "edge": "#8a8f98",
     "text": "#1f2937",
 }
-# what people call each node fill (captions say it; tests/live/test_problem_messages.py checks it against the hue)
+# what people call each node fill (captions say it; tests/unit/test_problem_messages.py checks it against the hue)
 COLOR_NAMES = {
     "input": "green",
     "step": "blue",

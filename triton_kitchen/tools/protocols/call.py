@@ -8,7 +8,7 @@ every call and hides the protobufs. The gRPC path calls ``_utils._get_inference_
 ``infer`` would send, built once and sent again, as perf_analyzer does) and the stub's ``ModelInfer``
 (the response protobuf, whose size we report), with the client's own ``_get_metadata`` and
 ``_grpc_compression_type`` so headers and compression are what ``infer`` sends. ``requirements.txt``
-pins tritonclient, so these names cannot move under us; ``tests/live/test_protocols.py`` checks that the
+pins tritonclient, so these names cannot move under us; ``tests/live/test_protocols_live.py`` checks that the
 three protocols give the same result.
 """
 

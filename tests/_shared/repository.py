@@ -1,0 +1,20 @@
+"""Helpers shared by tests/unit/test_repository.py and tests/live/test_repository_live.py."""
+
+from __future__ import annotations
+
+EXPECTED = {
+    "preprocess",
+    "classifier",
+    "classifier_coarse",
+    "postprocess",
+    "image_classifier",
+    "ensemble_pipeline",
+    "tta_ensemble",
+    "cascade_ensemble",
+    "cascade_bls",
+    "cascade_select",
+    "hflip",
+    "fuse_logits",
+    "second_opinion",
+    "streamer",
+}

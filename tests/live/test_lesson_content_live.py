@@ -1,0 +1,161 @@
+"""Lessons as tests: the configs, quoted Triton messages and figures in lessons/<lang>/NN-*.md are checked
+against the app's own code, the real model repository and (where it takes one) the real server.
+
+Conventions a lesson follows (both languages, same fences in the same order):
+
+- Every fenced code block names its language in the info string (```` ```pbtxt ````, ```` ```python ````,
+  ```` ```text ```` ...). A second word marks the block's role; Streamlit highlights by the first word.
+- ```` ```pbtxt ````: a whole ``config.pbtxt``. It is checked as if it replaced the model named by its
+  ``name:`` in ``model_repository/``, by the ch2 editor's checker (``repository.check_ensemble_text``) and by
+  ``python -m triton_kitchen check`` (``triton_kitchen.cli.main.check_paths`` on a repository where only that file
+  differs). Both must find no error.
+- ```` ```pbtxt mistake ````: a config that is wrong on purpose. Both checkers must report an error, and the
+  lesson names it: the first italic quotation *"…"* after the block, in the same section, must be part of
+  the Triton wording the checker predicts for one of the errors.
+- ```` ```pbtxt fragment ````: a piece of a config (one field, one map line). It is skipped by the checkers
+  (it is not a whole config) but must still parse as a ``ModelConfig`` or as one ensemble ``step``.
+- *"…"* (italic, in double quotes) is Triton's own wording. Each must be a message Triton 2.51 gives: one
+  recorded in the Triton-verified corpus (tests/corpus/*/case.json; a quote may stop early), where the
+  placeholders E, M, X, x, m and the repository's model names (and tensor names with an underscore) stand
+  for any name; or the checker's wording for one of the lesson's mistake blocks.
+- ```` ```protobuf ````: a ``.proto`` message; its field names and numbers must be tritonclient's.
+
+Figures: every number a lesson states about bytes, ratios, characters per number, counts or times is
+recomputed here from the code that produces it (``requests_view`` builds the real HTTP body and gRPC
+message, ``repository``/``ensemble`` read the configs), or asked of the real server, or the lesson words
+it as measured on a page that measures it (the batching and protocol labs). Hypothetical numbers
+("if inference takes, say, 20 ms") are worded as such.
+
+The tests of this topic that need no server, app or browser: tests/unit/test_lesson_content.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+import numpy as np
+import pytest
+from _shared.lesson_content import _body, _prose, fences
+from conftest import settled
+
+from triton_kitchen.core import lessons as L
+from triton_kitchen.core.samples import sample_jpeg
+
+# --- claims the real server settles ----------------------------------------------------------
+
+
+def _http(
+    server, path: str, data: bytes | None = None, headers: dict | None = None, method: str | None = None
+):
+    req = urllib.request.Request(
+        f"http://{server.http_url}{path}", data=data, headers=headers or {}, method=method
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, dict(resp.headers.items()), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers.items()), exc.read()
+
+
+def test_server_version_the_lessons_name(server):
+    status, _, body = _http(server, "/v2")
+    version = json.loads(body)["version"]
+    assert status == 200 and version == "2.51.0"
+    assert f"`{version}`" in _body(4, "en") and f"`{version}`" in _body(4, "zh")
+    short = ".".join(version.split(".")[:2])
+    assert f"Triton {short}" in _prose(2, "en") and f"Triton {short}" in _prose(2, "zh")
+
+
+@pytest.mark.parametrize("lang", L.LANGS)
+def test_sse_example_is_what_the_server_sends(server, lang):
+    (code,) = [
+        c for language, _, c, _ in fences(_body(6, lang)) if language == "bash" and "generate_stream" in c
+    ]
+    payload = re.search(r"-d '(\{.*?\})'", code).group(1)
+    shown = [json.loads(line[len("data: ") :]) for line in code.splitlines() if line.startswith("data: ")]
+    status, headers, body = _http(
+        server, "/v2/models/streamer/generate_stream", payload.encode(), {"Content-Type": "application/json"}
+    )
+    assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+    sent = [json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")]
+    assert sent == shown
+
+
+def test_a_key_that_names_no_input_is_not_rejected(server):
+    """ch6: the generate extension passes unknown keys on as parameters instead of refusing the request."""
+    body = json.dumps({"text": "hello kitchen", "colour": "red"}).encode()
+    status, _, answer = _http(
+        server, "/v2/models/streamer/generate_stream", body, {"Content-Type": "application/json"}
+    )
+    assert status == 200 and b'"token":"kitchen"' in answer
+
+
+def test_triton_sends_no_cors_headers(server):
+    """ch6/ch8: a page from another origin gets no permission from Triton, so it needs a same-origin gateway."""
+    origin = {"Origin": "https://app.example"}
+    _, headers, _ = _http(server, "/v2/health/ready", headers=origin)
+    preflight = {
+        **origin,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type",
+    }
+    _, pre_headers, _ = _http(
+        server, "/v2/models/streamer/generate_stream", headers=preflight, method="OPTIONS"
+    )
+    for h in (headers, pre_headers):
+        assert not [k for k in h if k.lower().startswith("access-control-")], h
+
+
+def _executions(server, model: str) -> int:
+    _, _, body = _http(server, f"/v2/models/{model}/stats")
+    return sum(int(s["execution_count"]) for s in json.loads(body)["model_stats"])
+
+
+def _infer_photo(server, model: str, outputs: list[str]) -> None:
+    import tritonclient.http as httpclient
+
+    client = httpclient.InferenceServerClient(server.http_url)
+    try:
+        inp = httpclient.InferInput("image_bytes", [1, 1], "BYTES")
+        inp.set_data_from_numpy(np.array([[sample_jpeg("coffee")]], dtype=object))
+        client.infer(model, [inp], outputs=[httpclient.InferRequestedOutput(o) for o in outputs])
+    finally:
+        client.close()
+
+
+def test_steps_feeding_only_unrequested_outputs_are_pruned(server):
+    """ch2 (pruning at request time): ask cascade_ensemble for stage_used alone and its postprocess step is skipped."""
+    before = {m: _executions(server, m) for m in ("postprocess", "classifier", "classifier_coarse")}
+    _infer_photo(server, "cascade_ensemble", ["stage_used"])
+    after = settled(  # Triton counts an execution a moment after it answers, on a loaded machine
+        lambda: {m: _executions(server, m) for m in before},
+        lambda now: (
+            now["classifier"] > before["classifier"]
+            and now["classifier_coarse"] > before["classifier_coarse"]
+        ),
+    )
+    assert after["postprocess"] == before["postprocess"]
+    assert (
+        after["classifier"] == before["classifier"] + 1
+        and after["classifier_coarse"] > before["classifier_coarse"]
+    )
+    _infer_photo(server, "cascade_ensemble", ["stage_used", "top5_labels"])
+    done = settled(lambda: _executions(server, "postprocess"), lambda n: n > after["postprocess"])
+    assert done == after["postprocess"] + 1
+
+
+def test_errors_are_the_same_over_both_protocols_and_the_output_shape(server):
+    """ch7: the server checks names, data types and shapes at run time, with the same words for HTTP and
+    gRPC; and (ch5, ch7) the answer is FP32 (1, 1000) probabilities that sum to about 1."""
+    from triton_kitchen.labs.demo import run_tutorial
+
+    for mistake in ("tensor_name", "dtype", "shape"):
+        http, grpc = (run_tutorial(server.endpoint, p, mistake=mistake) for p in ("http", "grpc"))
+        assert not http.ok and not grpc.ok, mistake
+        assert http.error == grpc.error, (mistake, http.error, grpc.error)
+    ok = run_tutorial(server.endpoint, "grpc")
+    assert ok.ok and ok.output_shape == [1, 1000] and abs(ok.prob_sum - 1) < 0.01
+    for lang in L.LANGS:
+        assert "(1, 1000)" in _body(5, lang) and "(1, 1000)" in _body(7, lang)
