@@ -9,7 +9,7 @@ from triton_kitchen.classroom import (
 AMY, BOB = Student("amy", "t-101"), Student("bob_2", "t-101")
 
 
-def _first_question_id() -> str:
+def first_question_id() -> str:
     from triton_kitchen.core import lessons
 
     return lessons.load_quiz(1, "en")[0].id

@@ -7,7 +7,7 @@ import json
 from triton_kitchen.cli import main as cli
 
 
-def _cli(capsys, *argv) -> tuple[int, dict, str]:
+def run_trace_cli(capsys, *argv) -> tuple[int, dict, str]:
     rc = cli.main(["trace", *argv, "--json"])
     out, err = capsys.readouterr()
     return rc, json.loads(out), err  # exactly one JSON document on stdout

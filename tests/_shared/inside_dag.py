@@ -7,6 +7,6 @@ from triton_kitchen.labs import inside_dag
 PRUNED_FILL = f'fillcolor="{inside_dag.PRUNED.fill}"'
 
 
-def _node(dot: str, node_id: str) -> str:
+def dot_node(dot: str, node_id: str) -> str:
     line = next(x for x in dot.splitlines() if x.strip().startswith(f'"{node_id}" ['))
     return line

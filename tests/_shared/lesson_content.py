@@ -9,17 +9,17 @@ from triton_kitchen.core import lessons as L
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
-def _norm(text: str) -> str:
+def normalized(text: str) -> str:
     return " ".join(text.split())
 
 
-def _body(chapter: int, lang: str) -> str:
+def lesson_body(chapter: int, lang: str) -> str:
     return L.load_lesson(chapter, lang).body
 
 
-def _prose(chapter: int, lang: str) -> str:
+def lesson_prose(chapter: int, lang: str) -> str:
     """The lesson without its code blocks, whitespace collapsed (figures are read from here)."""
-    return _norm(FENCE.sub(" ", _body(chapter, lang)))
+    return normalized(FENCE.sub(" ", lesson_body(chapter, lang)))
 
 
 def fences(text: str) -> list[tuple[str, str, str, int]]:

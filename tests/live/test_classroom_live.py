@@ -6,7 +6,7 @@ The tests of this topic that need no server, app or browser: tests/unit/test_cla
 from __future__ import annotations
 
 import pytest
-from _shared.classroom import AMY, _first_question_id
+from _shared.classroom import AMY, first_question_id
 
 from triton_kitchen.classroom import (
     ClassStore,
@@ -19,7 +19,7 @@ def test_the_teachers_desk_needs_the_token(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TRITON_KITCHEN_DATABASE_URL", f"sqlite:///{tmp_path / 'class.db'}")
     s = ClassStore(f"sqlite:///{tmp_path / 'class.db'}")
-    s.record_answer(AMY, 1, _first_question_id(), 1, False)
+    s.record_answer(AMY, 1, first_question_id(), 1, False)
     s.dispose()
     import streamlit as st
 

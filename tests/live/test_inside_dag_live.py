@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from _shared.inside_dag import PRUNED_FILL, _node
+from _shared.inside_dag import PRUNED_FILL, dot_node
 from conftest import settled
 
 from triton_kitchen.core import kserve
@@ -26,12 +26,12 @@ def test_a_text_file_sent_as_a_photo_turns_preprocess_red_with_tritons_message(s
     assert not report.ok and report.failed_step == "preprocess"
     for lang, failed_words in (("en", "failed here"), ("zh", "在这里失败")):
         dot = inside_dag.dot(dag, lang, None, report, inside_dag.step_times([report]), "total")
-        pre = _node(dot, "preprocess")
+        pre = dot_node(dot, "preprocess")
         assert failed_words in pre and 'color="#c0392b"' in pre and "penwidth=3" in pre
         # the message on the node is Triton's own (preprocess's answer, behind the ensemble's prefix)
         assert "not_an_image" in report.error and "not_an_image" in pre
         for step in ("classifier", "postprocess"):
-            assert f'fillcolor="{inside_dag.NOT_RUN.fill}"' in _node(dot, step)
+            assert f'fillcolor="{inside_dag.NOT_RUN.fill}"' in dot_node(dot, step)
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
@@ -55,11 +55,11 @@ def test_the_greyed_steps_are_the_ones_the_servers_counts_say_did_not_run(server
     predicted, pruned, wrong = inside_dag.confirmation(dag, outputs, report)
     assert predicted == pruned == ["classifier_coarse"] and wrong == []
     dot = inside_dag.dot(dag, "en", outputs, report)
-    assert "pruned: did not run" in _node(dot, "classifier_coarse")
-    assert "not requested" in _node(dot, "out:top5_scores") and "not requested" in _node(
+    assert "pruned: did not run" in dot_node(dot, "classifier_coarse")
+    assert "not requested" in dot_node(dot, "out:top5_scores") and "not requested" in dot_node(
         dot, "out:coarse_logits"
     )
-    assert PRUNED_FILL not in _node(dot, "postprocess")
+    assert PRUNED_FILL not in dot_node(dot, "postprocess")
 
 
 def test_the_overlay_colours_each_step_by_its_measured_median(server, sample_jpegs):
@@ -72,9 +72,9 @@ def test_the_overlay_colours_each_step_by_its_measured_median(server, sample_jpe
     assert {sid: t.n for sid, t in times.items()} == {s.id: 3 for s in reports[0].steps}
     dot = inside_dag.dot(inside_dag.repository_dag("tta_ensemble"), "en", None, reports[-1], times, "compute")
     slowest = max(times, key=lambda sid: times[sid].compute_ms)
-    assert f'fillcolor="{inside_dag.SCALE[-1]}"' in _node(dot, slowest)
+    assert f'fillcolor="{inside_dag.SCALE[-1]}"' in dot_node(dot, slowest)
     for sid, t in times.items():
-        line = _node(dot, sid)
+        line = dot_node(dot, sid)
         assert f"compute {t.compute_ms:.2f} ms" in line and "(median of 3)" in line
         fill = re.search(r'fillcolor="([^"]+)"', line).group(1)
         assert fill == inside_dag.shade(t.compute_ms, times[slowest].compute_ms)[0]

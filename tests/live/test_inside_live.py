@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from _shared.inside import _cli
+from _shared.inside import run_trace_cli
 from conftest import settled
 
 from triton_kitchen.core import kserve
@@ -170,7 +170,7 @@ def test_a_failing_later_step_that_names_nobody_is_found_by_what_ran(rejecting, 
     API is closed to this client (an address without the embedded server's key), over both protocols."""
     np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
     url = rejecting.grpc_url if protocol == "grpc" else rejecting.http_url
-    rc, doc, err = _cli(capsys, "--model", "tk_reject_late", "--input", str(tmp_path / "x.npy"),
+    rc, doc, err = run_trace_cli(capsys, "--model", "tk_reject_late", "--input", str(tmp_path / "x.npy"),
                         "--protocol", protocol, "--url", url, "--stats-url", rejecting.http_url)  # fmt: skip
     assert rc == 1 and not doc["ok"] and "values refused" in doc["error"] and "values refused" in err
     assert doc["failed_step"] == "tk_reject"
@@ -188,7 +188,7 @@ def test_the_embedded_trace_sees_the_late_failure_too(rejecting):
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_cli_against_a_running_server(server, files, protocol, capsys):
     url = server.grpc_url if protocol == "grpc" else server.http_url
-    rc, doc, _ = _cli(capsys, "--model", "ensemble_pipeline", "--input", str(files / "cat.npy"),
+    rc, doc, _ = run_trace_cli(capsys, "--model", "ensemble_pipeline", "--input", str(files / "cat.npy"),
                       "--protocol", protocol, "--url", url, "--stats-url", server.http_url)  # fmt: skip
     assert rc == 0 and doc["ok"] and doc["outputs"] == {"output_label": [1, 1000]}
     assert [(s["model"], s["ran"]) for s in doc["steps"]] == [("classifier", True), ("postprocess", True)]
@@ -214,7 +214,7 @@ def test_cli_against_a_running_server(server, files, protocol, capsys):
 def test_bad_input_is_one_line_and_one_json_document(server, files, capsys, argv, message):
     paths = {"cat_npy": files / "cat.npy", "small_npy": files / "small.npy", "cat_jpg": files / "cat.jpg"}
     argv = [a.format(**paths) for a in argv]
-    rc, doc, err = _cli(capsys, *argv, "--url", server.http_url)
+    rc, doc, err = run_trace_cli(capsys, *argv, "--url", server.http_url)
     assert rc == 1 and doc["ok"] is False and message in doc["error"] and KEYS <= set(doc)
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
 
@@ -237,7 +237,7 @@ def test_the_default_is_the_embedded_server_read_through_its_trace(server, files
 
 
 def test_a_model_that_is_no_ensemble_is_its_own_one_step(server, files, capsys):
-    rc, doc, _ = _cli(
+    rc, doc, _ = run_trace_cli(
         capsys, "--model", "classifier", "--input", str(files / "cat.npy"), "--url", server.http_url
     )
     assert rc == 0 and doc["outputs"] == {"logits": [1, 1000]} and doc["pruned"] == []

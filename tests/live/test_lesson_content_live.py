@@ -37,7 +37,7 @@ import urllib.request
 
 import numpy as np
 import pytest
-from _shared.lesson_content import _body, _prose, fences
+from _shared.lesson_content import fences, lesson_body, lesson_prose
 from conftest import settled
 
 from triton_kitchen.core import lessons as L
@@ -63,15 +63,17 @@ def test_server_version_the_lessons_name(server):
     status, _, body = _http(server, "/v2")
     version = json.loads(body)["version"]
     assert status == 200 and version == "2.51.0"
-    assert f"`{version}`" in _body(4, "en") and f"`{version}`" in _body(4, "zh")
+    assert f"`{version}`" in lesson_body(4, "en") and f"`{version}`" in lesson_body(4, "zh")
     short = ".".join(version.split(".")[:2])
-    assert f"Triton {short}" in _prose(2, "en") and f"Triton {short}" in _prose(2, "zh")
+    assert f"Triton {short}" in lesson_prose(2, "en") and f"Triton {short}" in lesson_prose(2, "zh")
 
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_sse_example_is_what_the_server_sends(server, lang):
     (code,) = [
-        c for language, _, c, _ in fences(_body(6, lang)) if language == "bash" and "generate_stream" in c
+        c
+        for language, _, c, _ in fences(lesson_body(6, lang))
+        if language == "bash" and "generate_stream" in c
     ]
     payload = re.search(r"-d '(\{.*?\})'", code).group(1)
     shown = [json.loads(line[len("data: ") :]) for line in code.splitlines() if line.startswith("data: ")]
@@ -158,4 +160,4 @@ def test_errors_are_the_same_over_both_protocols_and_the_output_shape(server):
     ok = run_tutorial(server.endpoint, "grpc")
     assert ok.ok and ok.output_shape == [1, 1000] and abs(ok.prob_sum - 1) < 0.01
     for lang in L.LANGS:
-        assert "(1, 1000)" in _body(5, lang) and "(1, 1000)" in _body(7, lang)
+        assert "(1, 1000)" in lesson_body(5, lang) and "(1, 1000)" in lesson_body(7, lang)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _postgres import pg_bindir, postgres_server
-from _shared.classroom import AMY, BOB, _first_question_id
+from _shared.classroom import AMY, BOB, first_question_id
 
 from triton_kitchen.classroom import (
     ClassStore,
@@ -218,7 +218,7 @@ def test_a_student_joins_answers_and_finds_the_answer_after_a_reload(tmp_path, m
     assert at.query_params["student"] == ["amy"] and at.query_params["class"] == ["t-101"]
     assert any("amy" in c.value for c in at.sidebar.caption)
     at.radio[0].set_value(0).run()
-    at.button(key=f"tk_quiz_check_1_{_first_question_id()}").click().run()
+    at.button(key=f"tk_quiz_check_1_{first_question_id()}").click().run()
     saved = ClassStore(f"sqlite:///{tmp_path / 'class.db'}")
     assert class_report(saved)["quiz_answers"] == 1
     # a reload: a new session with the same URL shows the answer, locked

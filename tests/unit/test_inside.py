@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _shared.inside import _cli
+from _shared.inside import run_trace_cli
 
 from triton_kitchen.core.ensemble import build_dag
 from triton_kitchen.core.samples import image_tensor
@@ -129,6 +129,6 @@ def files(tmp_path_factory, sample_jpegs):
 def test_a_dead_server_is_one_line(capsys, files):
     from triton_kitchen.core.server import free_port
 
-    rc, doc, err = _cli(capsys, "--model", "image_classifier", "--input", str(files / "cat.jpg"),
+    rc, doc, err = run_trace_cli(capsys, "--model", "image_classifier", "--input", str(files / "cat.jpg"),
                         "--url", f"127.0.0.1:{free_port()}")  # fmt: skip
     assert rc == 1 and doc["ok"] is False and "no Triton server answers" in err and err.count("\n") == 1

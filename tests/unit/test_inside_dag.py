@@ -6,7 +6,7 @@ Here the tests that need no server, app or browser; the others: tests/live/test_
 
 from __future__ import annotations
 
-from _shared.inside_dag import PRUNED_FILL, _node
+from _shared.inside_dag import PRUNED_FILL, dot_node
 
 from triton_kitchen.labs import inside_dag
 from triton_kitchen.tools import diagram, inside
@@ -21,15 +21,17 @@ def test_unmarked_drawing_is_the_plain_dag():
 def test_leaving_an_output_out_greys_the_steps_only_it_needs_as_a_prediction():
     dag = inside_dag.repository_dag("second_opinion")
     dot = inside_dag.dot(dag, "en", ["top5_labels", "top5_scores"])
-    coarse = _node(dot, "classifier_coarse")
+    coarse = dot_node(dot, "classifier_coarse")
     assert "would be pruned (predicted)" in coarse and "dashed" in coarse and PRUNED_FILL in coarse
-    assert "not requested" in _node(dot, "out:coarse_logits")
+    assert "not requested" in dot_node(dot, "out:coarse_logits")
     for step in ("preprocess", "classifier", "postprocess"):
-        assert PRUNED_FILL not in _node(dot, step)
+        assert PRUNED_FILL not in dot_node(dot, step)
     edge = next(x for x in dot.splitlines() if '-> "out:coarse_logits"' in x)
     assert "style=dashed" in edge
     zh = inside_dag.dot(dag, "zh", ["coarse_logits"])
-    assert "将被剪掉（预测）" in _node(zh, "classifier") and "将被剪掉" not in _node(zh, "classifier_coarse")
+    assert "将被剪掉（预测）" in dot_node(zh, "classifier") and "将被剪掉" not in dot_node(
+        zh, "classifier_coarse"
+    )
 
 
 def test_step_times_are_medians_over_the_requests_in_which_the_step_ran():

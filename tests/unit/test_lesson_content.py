@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _shared.lesson_content import FENCE, _body, _norm, _prose, fences
+from _shared.lesson_content import FENCE, fences, lesson_body, lesson_prose, normalized
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2, service_pb2
 
@@ -61,7 +61,7 @@ def pbtxt_blocks(role: str | None = None) -> list[tuple[str, int, int, str, str]
     found = []
     for lang in L.LANGS:
         for chapter in L.CHAPTERS:
-            for i, (language, r, code, _) in enumerate(fences(_body(chapter, lang))):
+            for i, (language, r, code, _) in enumerate(fences(lesson_body(chapter, lang))):
                 if language == "pbtxt" and (role is None or r == role):
                     found.append((lang, chapter, i, r, code))
     return found
@@ -79,7 +79,7 @@ def _quote_after(chapter: int, lang: str, index: int) -> str | None:
     marker = re.search(r"^<!--\s*section:", rest, re.MULTILINE)
     rest = rest[: marker.start()] if marker else rest
     m = QUOTE.search(FENCE.sub(" ", rest))
-    return _norm(m.group(1)) if m else None
+    return normalized(m.group(1)) if m else None
 
 
 def _model_name(code: str) -> str:
@@ -116,8 +116,8 @@ def _checker_problems(code: str, tmp_path: Path) -> tuple[list, list]:
 def test_every_fence_names_its_language_and_both_languages_agree(chapter):
     kinds = {}
     for lang in L.LANGS:
-        blocks = fences(_body(chapter, lang))
-        body = _body(chapter, lang)
+        blocks = fences(lesson_body(chapter, lang))
+        body = lesson_body(chapter, lang)
         assert body.count("```") == 2 * len(blocks), f"{lang} ch{chapter}: an unclosed or inline fence"
         for language, role, code, _ in blocks:
             assert language, f"{lang} ch{chapter}: a fence without a language:\n{code[:80]}"
@@ -153,11 +153,14 @@ def test_mistakes_fail_with_the_error_the_lesson_names(lang, chapter, index, rol
     assert quote, f'{lang} ch{chapter}: a mistake block is followed by Triton\'s words in *"…"*'
     editor, cli = _checker_problems(code, tmp_path)
     assert editor and cli, "a mistake block must fail"
-    assert any(quote in _norm(p.triton_message or "") for p in editor), (
+    assert any(quote in normalized(p.triton_message or "") for p in editor), (
         quote,
         [p.triton_message for p in editor],
     )
-    assert any(quote in _norm(p.triton_message or "") for p in cli), (quote, [p.triton_message for p in cli])
+    assert any(quote in normalized(p.triton_message or "") for p in cli), (
+        quote,
+        [p.triton_message for p in cli],
+    )
 
 
 @pytest.mark.parametrize(
@@ -175,7 +178,9 @@ def test_fragments_parse(lang, chapter, index, role, code):
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_chapter1_shows_the_real_classifier_config(lang):
-    shown = [code for language, role, code, _ in fences(_body(1, lang)) if language == "pbtxt" and not role]
+    shown = [
+        code for language, role, code, _ in fences(lesson_body(1, lang)) if language == "pbtxt" and not role
+    ]
     assert len(shown) == 1
     real = config.load_config(REPO / "classifier" / "config.pbtxt")
     assert config.parse_config(shown[0]) == real
@@ -184,7 +189,7 @@ def test_chapter1_shows_the_real_classifier_config(lang):
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_chapter2_example_keeps_the_step_models_tensor_names(lang):
     """Only the ensemble's tensors are renamed; every key is the step model's own tensor name."""
-    (code,) = [c for language, role, c, _ in fences(_body(2, lang)) if language == "pbtxt" and not role]
+    (code,) = [c for language, role, c, _ in fences(lesson_body(2, lang)) if language == "pbtxt" and not role]
     cfg = config.parse_config(code)
     models = config.load_repository(REPO)
     assert cfg.name == "image_classifier"
@@ -206,7 +211,7 @@ def _known_triton_messages() -> tuple[str, ...]:
     for case in sorted(CORPUS.glob("*/case.json")):
         message = json.loads(case.read_text(encoding="utf-8")).get("triton_message")
         if message:
-            msgs.append(_norm(message))
+            msgs.append(normalized(message))
     assert len(msgs) >= 30, "the Triton-verified corpus is missing"
     return tuple(msgs)
 
@@ -238,7 +243,9 @@ def _as_pattern(quote: str) -> re.Pattern:
 
 
 def _lesson_quotes(lang: str) -> list[tuple[int, str]]:
-    return [(ch, _norm(q)) for ch in L.CHAPTERS for q in QUOTE.findall(FENCE.sub(" ", _body(ch, lang)))]
+    return [
+        (ch, normalized(q)) for ch in L.CHAPTERS for q in QUOTE.findall(FENCE.sub(" ", lesson_body(ch, lang)))
+    ]
 
 
 def _mistake_wordings(tmp_path: Path) -> list[str]:
@@ -247,7 +254,7 @@ def _mistake_wordings(tmp_path: Path) -> list[str]:
         sub = tmp_path / f"m{n}"
         sub.mkdir()
         editor, _ = _checker_problems(code, sub)
-        out += [_norm(p.triton_message) for p in editor if p.triton_message]
+        out += [normalized(p.triton_message) for p in editor if p.triton_message]
     return out
 
 
@@ -279,7 +286,7 @@ def test_proto_blocks_match_tritonclients_messages():
     seen = 0
     for lang in L.LANGS:
         for chapter in L.CHAPTERS:
-            for language, _, code, _ in fences(_body(chapter, lang)):
+            for language, _, code, _ in fences(lesson_body(chapter, lang)):
                 if language != "protobuf":
                     continue
                 name = re.search(r"message\s+(\w+)", code).group(1)
@@ -298,10 +305,10 @@ def test_proto_blocks_match_tritonclients_messages():
 def test_levels_and_tiers_are_not_called_stages():
     """DAG levels are 层 / level, cascade tiers are 级 / tier; 阶段 / stage names neither (stage_used is a tensor)."""
     for chapter in L.CHAPTERS:
-        assert "阶段" not in _body(chapter, "zh"), chapter
-        assert not re.search(r"\bstages?\b", _prose(chapter, "en"), re.IGNORECASE), chapter
-    assert "level" in _prose(2, "en") and "层" in _prose(2, "zh")
-    assert "tier" in _prose(3, "en") and "第 1 级" in _prose(3, "zh")
+        assert "阶段" not in lesson_body(chapter, "zh"), chapter
+        assert not re.search(r"\bstages?\b", lesson_prose(chapter, "en"), re.IGNORECASE), chapter
+    assert "level" in lesson_prose(2, "en") and "层" in lesson_prose(2, "zh")
+    assert "tier" in lesson_prose(3, "en") and "第 1 级" in lesson_prose(3, "zh")
 
 
 MISCONCEPTION = {"en": "> **Misconception: ", "zh": "> **常见误解："}
@@ -311,20 +318,20 @@ def test_every_chapter_corrects_a_misconception_where_it_arises():
     """A callout at the point of first contact in every chapter but 8 (common mistakes: each section is one),
     as many in zh as in en."""
     for chapter in L.CHAPTERS:
-        counts = {lang: _body(chapter, lang).count(MISCONCEPTION[lang]) for lang in L.LANGS}
+        counts = {lang: lesson_body(chapter, lang).count(MISCONCEPTION[lang]) for lang in L.LANGS}
         assert counts["zh"] == counts["en"], (chapter, counts)
         assert (counts["en"] >= 1) == (chapter != 8), (chapter, counts)
 
 
 def test_test_time_augmentation_is_not_called_two_tower():
-    zh, en = _body(3, "zh"), _body(3, "en")
+    zh, en = lesson_body(3, "zh"), lesson_body(3, "en")
     assert "## 2. 并行分支\n" in zh and "## 2. Parallel branches\n" in en
     for m in re.finditer("双塔", zh):  # kept only for the real two-tower example: image and text encoders
         assert zh[m.end() : m.end() + 10].startswith("模型（图像编码器"), zh[m.start() - 20 : m.end() + 20]
 
 
 def test_reviewed_sentences_say_the_right_thing():
-    zh1, en1 = _prose(1, "zh"), _prose(1, "en")
+    zh1, en1 = lesson_prose(1, "zh"), lesson_prose(1, "en")
     assert "算一批 8 张的耗时，远远不到单张的 8 倍" in zh1 and "8 次单张的 8 倍" not in zh1  # batching
     for text in (zh1, en1):  # the app's own control mode, and why
         assert "--model-control-mode=explicit" in text and "/v2/repository/models/classifier/load" in text
@@ -332,10 +339,14 @@ def test_reviewed_sentences_say_the_right_thing():
     assert "should not be used for most models" in en1 and "should not be used for most models" in zh1
     for lang in L.LANGS:
         # an unused ensemble tensor fails at load time; a browser page needs a same-origin gateway
-        assert "ensemble tensor 'x' is unused in ensemble 'E'" in _prose(2, lang)
-        assert "proxy_buffering off" in _prose(6, lang) and "CORS" in _prose(6, lang)
-        assert "text_input" in _prose(6, lang) and "provisional" in _prose(6, lang)  # the generate extension
-    assert "not call for call" in _prose(5, "en") and "并非一一对应" in _prose(5, "zh")  # HTTP vs gRPC
+        assert "ensemble tensor 'x' is unused in ensemble 'E'" in lesson_prose(2, lang)
+        assert "proxy_buffering off" in lesson_prose(6, lang) and "CORS" in lesson_prose(6, lang)
+        assert "text_input" in lesson_prose(6, lang) and "provisional" in lesson_prose(
+            6, lang
+        )  # the generate extension
+    assert "not call for call" in lesson_prose(5, "en") and "并非一一对应" in lesson_prose(
+        5, "zh"
+    )  # HTTP vs gRPC
 
 
 def test_the_app_really_runs_explicit_mode():
@@ -347,9 +358,9 @@ def test_the_app_really_runs_explicit_mode():
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter1(lang):
-    text = _prose(1, lang)
+    text = lesson_prose(1, lang)
     models = [p for p in REPO.iterdir() if (p / "config.pbtxt").is_file()]
-    tree = next(code for language, _, code, _ in fences(_body(1, lang)) if language == "text")
+    tree = next(code for language, _, code, _ in fences(lesson_body(1, lang)) if language == "text")
     listed = re.findall(r"── (\w+)/", tree)
     abridged = (
         f"{len(listed)} of our {len(models)} models"
@@ -368,7 +379,7 @@ def test_figures_chapter1(lang):
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter3(lang):
-    text = _prose(3, lang)
+    text = lesson_prose(3, lang)
     levels = ensemble.build_dag("image_classifier", REPO).stages
     assert [len(level) for level in levels] == [1, 1, 1]
     assert re.search(r"1、2、3|1, 2, 3", text)
@@ -396,7 +407,7 @@ def _chars_per_number(view: rv.HttpRequestView) -> np.ndarray:
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter4_binary_request(lang):
-    text, body = _prose(4, lang), _body(4, lang)
+    text, body = lesson_prose(4, lang), lesson_body(4, lang)
     noise = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
     view = rv.http_request("ensemble_pipeline", [rv.Tensor("input_image", noise, "FP32")], ["output_label"])
     assert view.json_size == 186 and f"Inference-Header-Content-Length: {view.json_size}" in body
@@ -438,7 +449,7 @@ def _json_measurements() -> dict[str, list]:
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter4_json_inflation(lang):
     """Characters per number and body sizes, measured with tritonclient's own serialization."""
-    text = _prose(4, lang)
+    text = lesson_prose(4, lang)
     m = _json_measurements()
     for mean, biggest, body, ratio in m["noise"]:
         assert round(mean) == 18 and biggest <= 22  # "about 18 characters plus a comma"
@@ -453,7 +464,7 @@ def test_figures_chapter4_json_inflation(lang):
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter5_grpc_envelope(lang):
-    text = _prose(5, lang)
+    text = lesson_prose(5, lang)
     noise = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
     view = rv.grpc_request("ensemble_pipeline", [rv.Tensor("input_image", noise, "FP32")], ["output_label"])
     assert view.tensor_bytes == 602_112 and "602,112" in text
@@ -466,7 +477,7 @@ def test_figures_chapter5_grpc_envelope(lang):
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter7(lang):
-    text = _prose(7, lang)
+    text = lesson_prose(7, lang)
     dag = ensemble.build_dag("ensemble_pipeline", REPO)
     assert [s.model for s in dag.steps] == ["classifier", "postprocess"]
     assert (
@@ -475,14 +486,14 @@ def test_figures_chapter7(lang):
         else ("两个步骤" in text and "而不是两趟" in text)
     )
     intermediates = [t.name for t in dag.tensors if t.kind == "intermediate"]
-    assert intermediates == ["raw_logits"] and "`raw_logits`" in _body(7, lang)
+    assert intermediates == ["raw_logits"] and "`raw_logits`" in lesson_body(7, lang)
     assert "602,112" in text
 
 
 @pytest.mark.parametrize("lang", L.LANGS)
 def test_figures_chapter8(lang):
-    text = _prose(8, lang)
-    mistakes = re.findall(r"\*\*(\d)\. ", _body(8, lang))
+    text = lesson_prose(8, lang)
+    mistakes = re.findall(r"\*\*(\d)\. ", lesson_body(8, lang))
     assert mistakes == [str(i) for i in range(1, 7)]
-    assert ("Six mistakes" in _body(8, lang)) if lang == "en" else ("六个误区" in _body(8, lang))
+    assert ("Six mistakes" in lesson_body(8, lang)) if lang == "en" else ("六个误区" in lesson_body(8, lang))
     assert "4.8 MB" in text and "300 MB" in text
