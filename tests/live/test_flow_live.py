@@ -4,6 +4,7 @@ The tests of this topic that need no server, app or browser: tests/unit/test_flo
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import time
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import conftest
 import pytest
+from _shared.pages import page, tz
 
-from triton_kitchen.core import kserve
+from triton_kitchen.core import kserve, lessons
 from triton_kitchen.core.config import load_repository
 from triton_kitchen.core.ensemble import build_dag
 from triton_kitchen.tools import flow
@@ -200,3 +202,33 @@ def test_page_sends_live_while_an_unrelated_model_is_unloaded(server, monkeypatc
     finally:
         kserve.load_model(ep, UNRELATED)
     assert kserve.ready(ep)
+
+
+@pytest.mark.app
+def test_flow_lab_page_names_and_words(remote):
+    at = page("views/lab_flow.py")
+    assert at.title[0].value.startswith(tz("page.lab_flow"))
+    text = " ".join([at.title[0].value, *(c.value for c in at.caption), *(s.label for s in at.selectbox)])
+    assert "集成模型" not in text
+    assert not any("集成模型" in v for v in lessons.ui_strings("zh").values() if v)
+    # a server answers: nothing drawn until the reader sends (no recording that could pass for their request)
+    invitation = tz("lab_flow.send_first", send=tz("lab_flow.send"))
+    assert not at.get("plotly_chart") and invitation in [i.value for i in at.info]
+    at.button(key="flow_send").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2 and invitation not in [i.value for i in at.info]
+    for chart in charts:
+        assert json.loads(chart.proto.config).get("displayModeBar") is False  # no toolbar over the title
+
+
+@pytest.mark.app
+def test_diagrams_are_full_width(remote):
+    at = page("views/ch3_multi_model.py")
+    charts = at.get("graphviz_chart")
+    assert charts
+    at = page("views/ch2_ensemble_config.py")
+    # the editor's DAG is not inside the editor's two columns any more
+    cols = at.columns
+    inside = [g for c in cols for g in c.get("graphviz_chart")]
+    assert at.get("graphviz_chart") and not inside

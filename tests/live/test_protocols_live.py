@@ -4,11 +4,16 @@ The tests of this topic that need no server, app or browser: tests/unit/test_pro
 
 from __future__ import annotations
 
+import json
+
 import conftest
 import numpy as np
 import pytest
+from _shared.pages import APP, TIMEOUT, assert_human_table, frames, page, tz
 from conftest import switch_page
+from streamlit.testing.v1 import AppTest
 
+from triton_kitchen.tools import bench
 from triton_kitchen.tools import protocols as P
 
 
@@ -220,3 +225,64 @@ def test_chapter_stream_demos_draw_token_arrivals(server, monkeypatch, page, but
         label = lessons.t(f"ch6.first_{outcome}", lang)
     assert label in "\n".join(m.value for m in at.markdown)
     assert lessons.t("predict.happened", lang) in "\n".join(m.value for m in at.markdown)
+
+
+def _bench(protocol: str, rps: float, p50: float | None) -> bench.BenchResult:
+    lat = {"p50": p50, "p90": p50, "p99": p50}
+    return bench.BenchResult(protocol, "image_classifier", 4, 57, 0, rps, lat, 1_452_444, 4_000, None, None)
+
+
+@pytest.mark.app
+def test_protocol_lab_tables_are_for_people(remote):
+    results = [
+        _bench("http-json", 18.9989, 59.7),
+        _bench("http-binary", 34.6543, 34.97),
+        _bench("grpc", 0.0, None),
+    ]
+    at = page("views/lab_protocols.py", state={"proto_load": results, "proto_sweep": results})
+    tables = frames(at)
+    assert len(tables) == 2
+    for table in tables:
+        assert_human_table(table)
+        assert list(table.value[tz("lab_protocols.col_protocol")]) == ["HTTP-JSON", "HTTP-二进制", "gRPC"]
+        assert len(table.value.columns) <= 8  # fits the page: the rest is in the downloads
+    fmt = tables[0].config
+    assert any("%,.1f" in json.dumps(v) for v in fmt.values())  # one number of decimals per column
+
+
+@pytest.mark.app
+def test_protocol_lab_progress_bars_say_their_protocol(remote):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "zh"
+    switch_page(at, "views/lab_protocols.py")
+    at.run()
+    at.slider(key="proto_load_d").set_value(1)
+    at.slider(key="proto_load_c").set_value(1)
+    at.button(key="proto_load_run").click().run()
+    assert not at.exception
+    bars = [p.proto.text for p in at.get("progress")]
+    assert len(bars) == 3
+    for bar, name in zip(bars, ["HTTP-JSON", "HTTP-二进制", "gRPC"], strict=True):
+        assert bar.startswith(name + " · "), bars
+    assert_human_table(frames(at)[0])
+
+
+@pytest.mark.app
+def test_protocol_lab_draws_only_its_open_tab(remote):
+    """A fresh protocol lab draws one tab's widgets, not all five's; the tab the reader left open is the one drawn.
+    Fails if the tabs go back to plain ``st.tabs``, which draw every tab's widgets on the first paint."""
+    from ui import boxes
+
+    runs = {"proto_bytes_run", "proto_load_run", "proto_sweep_run", "proto_check_run", "proto_stream_run"}
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    switch_page(at, "views/lab_protocols.py", open_boxes=False).run()
+    assert not at.exception
+    keys = {b.key for b in at.button}
+    assert keys & runs == {"proto_bytes_run"} and "proto_stop" in keys, keys
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.session_state[boxes.OPEN_TABS] = {"proto_tabs": "load"}
+    switch_page(at, "views/lab_protocols.py", open_boxes=False).run()
+    assert {b.key for b in at.button} & runs == {"proto_load_run"}
+    assert at.slider(key="proto_load_c").value == 4

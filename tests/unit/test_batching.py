@@ -52,3 +52,9 @@ def test_a_dead_server_is_a_connection_error_and_a_failed_load():
     with pytest.raises(override.BatchingError) as err:
         override.load_model(dead, override.MODEL, dict(BASE))
     assert err.value.code == "load_failed" and "cannot read the loaded config" in err.value.detail
+
+
+def test_lab_defaults_to_no_preferred_batch_sizes():
+    assert (
+        batch_runs.BatchingSettings().preferred_batch_sizes == []
+    )  # Triton: start with dynamic_batching { }

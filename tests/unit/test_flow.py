@@ -172,3 +172,31 @@ def test_a_size_the_trace_did_not_give_is_said_in_words(recorded_runs):
     assert flow.tensor_label(run, "image_bytes", "en").endswith(" size varies")
     assert flow.tensor_label(run, "image_bytes", "zh").endswith(" 大小不定")
     assert flow.tensor_label(run, "image_tensor", "zh") == "image_tensor [1,3,224,224] 602 kB"
+
+
+def test_flow_gantt_legend_colours_are_distinct_and_titles_short():
+    for run in flow.recorded():
+        for lang in ("zh", "en"):
+            fig = flow.gantt(run, lang)
+            colours = {}
+            for tr in fig.data:
+                if tr.showlegend is not False:
+                    colours.setdefault(tr.marker.color, []).append(tr.name)
+            assert all(len(names) == 1 for names in colours.values()), colours
+            for title in (fig.layout.title.text, flow.animation_title(run, lang)):
+                assert "（" not in title and "(" not in title, title  # no nested brackets to cut off
+                assert len(title) <= 60, title
+    run = flow.recorded()[
+        0
+    ]  # the figure carries that title (one figure: each costs a second of plotly's checks)
+    assert flow.animation(run, "zh").layout.title.text == flow.animation_title(run, "zh")
+
+
+def test_flow_animation_labels_are_not_clipped():
+    run = {r.dag.name: r for r in flow.recorded()}["image_classifier"]
+    fig = flow.animation(run, "zh")
+    nodes, _ = flow.positions(run.dag)
+    xs = [p[0] for p in nodes.values()]
+    assert fig.layout.xaxis.range[1] - max(xs) >= 0.9  # half a tensor label beside the last node
+    for fr in fig.frames:
+        assert all(tr.cliponaxis is False for tr in fr.data if tr.mode and "text" in tr.mode and tr.text)

@@ -1,93 +1,22 @@
-"""What a newcomer sees on screen: labels, figures, waits and both languages of each page; each check here
-failed on the code before its fix.
+"""Conventions every page keeps, read from the code of ui/ and views/ (no app run, but one small AppTest page of
+its own): no metric arrow for a number that is not a change, downloads that do not rerun the page, choice
+options that are ids (words come from the string tables), inputs that keep their value across pages, tabs that
+reopen where the reader left them, number formats, compared rows.
 
-Pages run through AppTest against the session's real embedded server (as a remote, or as the app's
-own embedded server); figures and helpers are checked directly.
-
-Here the tests that need no server, app or browser; the others: tests/live/test_ui_polish_live.py."""
+The same conventions seen on the running pages: tests/live/test_ui_conventions_live.py."""
 
 from __future__ import annotations
 
 import ast
 import functools
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from triton_kitchen.tools import batch_runs, flow
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# -- batching lab ------------------------------------------------------------------------------
-def test_lab_defaults_to_no_preferred_batch_sizes():
-    assert (
-        batch_runs.BatchingSettings().preferred_batch_sizes == []
-    )  # Triton: start with dynamic_batching { }
-
-
-# -- sidebar ----------------------------------------------------------------------------------
-def test_split_log_hides_the_harmless_gpu_lines():
-    from ui.sidebar import split_log
-
-    log = "\n".join(
-        [
-            'I1130 19:51:52.647370 2 server.cc:674] "started"',
-            'E1130 19:51:52.647371 2 model_lifecycle.cc:1] "unable to create stream for tta_ensemble: CUDA driver '
-            'version is insufficient for CUDA runtime version"',
-            'W1130 23:12:22.387142 9302 pinned_memory_manager.cc:273] "Unable to allocate pinned system memory, '
-            'pinned memory pool will not be available: CUDA driver version is insufficient for CUDA runtime version"',
-            'E1130 23:12:22.387254 9302 server.cc:241] "CudaDriverHelper has not been initialized."',
-            'E1130 19:51:53.000000 2 model_repository_manager.cc:1] "failed to load classifier"',
-        ]
-    )
-    shown, n = split_log(log, hide_gpu_lines=True)
-    assert n == 3 and "CUDA" not in shown and "failed to load classifier" in shown and "started" in shown
-    shown, n = split_log(log, hide_gpu_lines=False)
-    assert n == 3 and shown == log
-
-
-# -- figures ---------------------------------------------------------------------------------
-def test_flow_gantt_legend_colours_are_distinct_and_titles_short():
-    for run in flow.recorded():
-        for lang in ("zh", "en"):
-            fig = flow.gantt(run, lang)
-            colours = {}
-            for tr in fig.data:
-                if tr.showlegend is not False:
-                    colours.setdefault(tr.marker.color, []).append(tr.name)
-            assert all(len(names) == 1 for names in colours.values()), colours
-            for title in (fig.layout.title.text, flow.animation_title(run, lang)):
-                assert "（" not in title and "(" not in title, title  # no nested brackets to cut off
-                assert len(title) <= 60, title
-    run = flow.recorded()[
-        0
-    ]  # the figure carries that title (one figure: each costs a second of plotly's checks)
-    assert flow.animation(run, "zh").layout.title.text == flow.animation_title(run, "zh")
-
-
-def test_flow_animation_labels_are_not_clipped():
-    run = {r.dag.name: r for r in flow.recorded()}["image_classifier"]
-    fig = flow.animation(run, "zh")
-    nodes, _ = flow.positions(run.dag)
-    xs = [p[0] for p in nodes.values()]
-    assert fig.layout.xaxis.range[1] - max(xs) >= 0.9  # half a tensor label beside the last node
-    for fr in fig.frames:
-        assert all(tr.cliponaxis is False for tr in fr.data if tr.mode and "text" in tr.mode and tr.text)
-
-
-def test_stream_chart_keeps_the_last_word_inside():
-    from ui.charts import token_figure
-
-    run = SimpleNamespace(tokens=["Triton", "逐", "词", "端"], arrivals_ms=[9.0, 70.0, 130.0, 980.0])
-    fig = token_figure([run], show_tokens=True)
-    assert fig.layout.yaxis.range[1] >= len(run.tokens) + 1
-    assert fig.data[0].cliponaxis is False
-
-
-# -- metrics -------------------------------------------------------------------------------------------
 @functools.cache
 def _module(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
@@ -250,26 +179,3 @@ def test_compared_rows_put_the_things_across_and_write_each_measure_alike():
     assert (rows[1]["FIFO"], rows[1]["priority"]) == ("294.8", "139.2")  # one decimal down the row
     assert (rows[2]["FIFO"], rows[2]["priority"]) == ("0", "1,200")  # whole numbers, thousands separated
     assert rows[3]["priority"] is None  # shown as the table's placeholder, never "nan"
-
-
-# -- README: the two halves say the same things ------------------------------------------------------
-def test_readme_halves_agree_on_what_a_newcomer_needs():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    zh, en = text.split("\n## English\n", 1)
-    zh = zh.split("\n## 中文\n", 1)[1]
-    assert zh.count("\n### ") == en.count("\n### ")
-    assert zh.count("```") == en.count("```")
-    for half in (zh, en):
-        for fact in (
-            "8501",
-            "Network URL",
-            "ufw allow 8501",
-            "sslCertFile",
-            "1.5 GB",
-            "600 MB",
-            "OK: ",
-            "class_load.py",
-            "docker-compose.gpu.yml",
-            "×0.65",
-        ):
-            assert fact in half, fact
