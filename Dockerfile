@@ -12,7 +12,9 @@ RUN useradd --create-home --uid 1000 kitchen
 WORKDIR /app
 
 # The app's requirements only: test and dev tools (requirements-dev.txt) stay out of the image.
-COPY requirements.txt .
+# requirements.txt ends with `-e .` (the package itself): its pyproject.toml and source come first
+COPY requirements.txt pyproject.toml ./
+COPY triton_kitchen ./triton_kitchen
 RUN pip install --no-cache-dir -r requirements.txt
 
 COPY --chown=1000:1000 . .
