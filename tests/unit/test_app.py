@@ -1,11 +1,8 @@
-"""The Streamlit app through AppTest, against the session's real embedded server.
+"""The app's plumbing, without a server: one way from an error to its message (and a message for every code the
+library raises), a click that arrives after its button was disabled, an unexpected error logged not shown, a
+lab run's result or busy, the page table (small AppTest pages of their own).
 
-Every page's text in both languages, on either server: tests/live/test_pages_in_apptest.py. Here the main widgets work: language switch,
-sample photo -> classification, ensemble editor -> validation error, the quiz (Check button,
-first try counts, shuffled choices, per-choice feedback).
-
-Here the tests that need no server, app or browser; the others: tests/live/test_app_live.py.
-"""
+The tests that need the server, the app or a browser: tests/live/test_app_live.py."""
 
 from __future__ import annotations
 

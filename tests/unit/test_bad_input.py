@@ -1,6 +1,6 @@
-"""Bad input, through the real server: every case gets a clear, translated message and breaks nothing.
+"""Bad input refused before it reaches a server: a fifty-megabyte upload.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_bad_input_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_bad_input_live.py."""
 
 from __future__ import annotations
 

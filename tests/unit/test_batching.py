@@ -1,7 +1,7 @@
-"""The dynamic batching lab: config overrides, batch statistics, the on/off ratio, and the original
-config restored afterwards, on error too. One test reloads the shared classifier.
+"""The dynamic batching lab without a server: the config override, a dead server as a connection error and a
+failed load, the lab's default (no preferred batch sizes).
 
-Here the tests that need no server, app or browser; the others: tests/live/test_batching_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_batching_live.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Bounded load: limits that hold (also against a server that never answers), the CLI contract,
-and the perf_analyzer cross-check.
+"""Bounded load without a server: a failed request counted with its code, the CLI against a dead server,
+perf_analyzer's input data for BYTES.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_bench_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_bench_live.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The break-it lab (triton_kitchen.labs.breakit, views/lab_break.py): each mistake raises the client's or
-Triton's real error against the real server, and each fix works, over HTTP and gRPC where both apply.
+"""The break-it lab's clients without a server: np.str_ refused for BYTES by both clients, np.bytes_ dropping NULs.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_breakit_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_breakit_live.py."""
 
 from __future__ import annotations
 

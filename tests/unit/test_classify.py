@@ -1,6 +1,7 @@
-"""classify(): errors as the UI's codes, against real sockets and the real server; clients owned.
+"""classify() against sockets of the test's own (a closed port, a server that hangs up): unreachable, not a
+model problem.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_classify_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_classify_live.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Experiments: short, bounded, live against the embedded server.
+"""Experiments without a server: each outcome's prediction is one the code checks.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_experiments_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_experiments_live.py."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Faults, against real servers: tritonserver killed mid-lesson and mid-benchmark, a wrong remote URL,
-an unloaded model, the app-wide lab budget, the batching lab's override limits, a too-large upload.
+"""Fault handling without a server: the controls without a token, the app-wide lab budget, a too-large upload as a
+translated message, the supervisor starting and restarting in the background and remembering a failed start.
 
-One small server for the module (a one-model copy of the repository: ``classifier`` only, ~2-3 s to
-start), killed and restarted here; the session's shared ``server`` fixture is never touched.
-
-Here the tests that need no server, app or browser; the others: tests/live/test_faults_live.py.
-"""
+The tests that need the server, the app or a browser: tests/live/test_faults_live.py."""
 
 from __future__ import annotations
 

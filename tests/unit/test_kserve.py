@@ -1,6 +1,6 @@
-"""The one KServe REST module, against the real embedded server.
+"""The KServe REST module with nothing listening: not live, a connection error.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_kserve_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_kserve_live.py."""
 
 from __future__ import annotations
 

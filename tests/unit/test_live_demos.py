@@ -1,7 +1,6 @@
-"""The live demos a teacher clicks first, in both
-languages, against the real server: each must show its result, never the generic "something went wrong".
+"""The live demos' config edits, offline: swapping one input_map entry, reversed steps that still load.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_live_demos_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_live_demos_live.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Triton's Prometheus metrics, scraped from the real embedded server's metrics port.
+"""Triton's Prometheus metrics without a server: the parser on hand-written text, nothing on the metrics port.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_metrics_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_metrics_live.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Three protocols against the real embedded server: same result, payload vs wire bytes, streaming.
+"""The protocol lab's pieces without a server: the counting proxy's exact bytes, ProtocolError, a stream run's
+time to first token and gaps, the SSE parser, the sample photos.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_protocols_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_protocols_live.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Chapter 4/5/7 library: the requests the clients build, sent for real; the tutorial demo; streaming.
+"""Chapter 4/5/7 library offline: the requests the clients build (HTTP binary and JSON, gRPC) and a send to
+nothing listening.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_requests_view_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_requests_view_live.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The embedded server's lifecycle: start, stop, ports, restricted API, no orphaned processes.
+"""The embedded server's bookkeeping without a server: pruning run folders whose process is gone, the remote
+endpoint from the environment.
 
-Here the tests that need no server, app or browser; the others: tests/live/test_server_lifecycle_live.py."""
+The tests that need the server, the app or a browser: tests/live/test_server_lifecycle_live.py."""
 
 from __future__ import annotations
 
