@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from triton_kitchen.cli.class_report import add_class_parser
@@ -35,6 +36,7 @@ from triton_kitchen.core.ensemble import (
     validate_repository,
 )
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
+from triton_kitchen.tools import server_stats
 from triton_kitchen.tools.bench import WireCount
 from triton_kitchen.tools.load import (
     DISTRIBUTIONS,
@@ -375,19 +377,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("error: --max-windows must be at least 1", file=sys.stderr)
         return 2
     server = None
+    stats_note = ""
     if args.url:
         url = host_port(args.url)
-        # statistics go over HTTP: the same address for an HTTP protocol, else --stats-url (or port 8000)
-        stats = (
-            host_port(args.stats_url)
-            if args.stats_url
-            else (url if args.protocol.startswith("http") else Endpoint.remote(grpc_url=url).http_url)
-        )
-        endpoint = Endpoint(http_url=url if args.protocol.startswith("http") else stats, grpc_url=url)
         hint = _url_hint(url, base_protocol(args.protocol))
         if hint:
             print(f"error: {hint}", file=sys.stderr)
             return 1
+        http = url
+        if not args.protocol.startswith("http"):
+            # statistics go over HTTP: the gRPC server's own HTTP port, checked to be the same server
+            http, stats_note = server_stats.grpc_statistics_address(url, args.stats_url)
+            if stats_note:
+                spec = replace(spec, server_side=False)
+            elif not args.json:
+                print(
+                    f"statistics: {http} (the same server as {url}: their statistics agree)", file=sys.stderr
+                )
+        endpoint = Endpoint(http_url=http, grpc_url=url)
     else:
         server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
         if not args.json:
@@ -408,6 +415,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
+    if stats_note and not result.server_note:
+        result.server_note = stats_note
     if args.json:
         print(json.dumps({**result.to_dict(), **result.analysis(), **stability.to_json()}))
     else:
@@ -533,8 +542,8 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--stats-url",
         default=None,
-        help="with a gRPC --url: the same server's HTTP host:port, for its statistics API "
-        "(default: the --url host on port 8000)",
+        help="with a gRPC --url: the same server's HTTP host:port, for its statistics API (default: the port "
+        "below --url's, then 8000; used only when its statistics are those of the --url server)",
     )
     p.add_argument(
         "--url",

@@ -20,6 +20,7 @@ from triton_kitchen.tools.inside import (
     look_inside,
     read_inputs,
 )
+from triton_kitchen.tools.server_stats import grpc_statistics_address
 
 
 def add_trace_parser(subparsers) -> argparse.ArgumentParser:
@@ -51,7 +52,8 @@ def add_trace_parser(subparsers) -> argparse.ArgumentParser:
         "--stats-url",
         default=None,
         help="with --protocol grpc and --url: the same server's HTTP host:port, for its configs and "
-        "statistics (default: the --url host on port 8000)",
+        "statistics (default: the port below --url's, then 8000; used only when its statistics are those of "
+        "the --url server)",
     )
     p.add_argument(
         "--timeout", type=float, default=30.0, help="seconds for the request (default: %(default)s)"
@@ -65,8 +67,18 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
     url = host_port(args.url)
     if args.protocol == "http":
         return Endpoint.remote(http_url=url)
-    return Endpoint(http_url=host_port(args.stats_url) if args.stats_url else Endpoint.remote(grpc_url=url).http_url,
-                    grpc_url=url)  # fmt: skip
+    return Endpoint(http_url="", grpc_url=url)  # the HTTP side is found once the gRPC server has answered
+
+
+def _with_statistics(args: argparse.Namespace, endpoint: Endpoint) -> Endpoint:
+    """Configs and statistics go over HTTP: with a gRPC --url, the server's own HTTP port, checked to be the
+    same server (another server's statistics would say its steps never ran)."""
+    if endpoint.http_url:
+        return endpoint
+    http, note = grpc_statistics_address(endpoint.grpc_url, args.stats_url)
+    if note:
+        raise InsideError("no_server", note)
+    return Endpoint(http_url=http, grpc_url=endpoint.grpc_url)
 
 
 def _report(args: argparse.Namespace) -> InsideReport:
@@ -109,7 +121,9 @@ def _report(args: argparse.Namespace) -> InsideReport:
                 "bad_input",
                 f"{args.model} has no output {', '.join(unknown)}; its outputs: {', '.join(t.name for t in info.outputs)}",
             )
-        return look_inside(endpoint, args.model, arrays, outputs, args.protocol, args.timeout)
+        return look_inside(
+            _with_statistics(args, endpoint), args.model, arrays, outputs, args.protocol, args.timeout
+        )
     finally:
         if server is not None:
             server.stop()

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from triton_kitchen.core import kserve
-from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint, host_port
 
 PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
 # Triton updates a request's statistics just after its answer has left (an ensemble's last of all): read them
 # this long after the last answer to count it.
 SETTLE_S = 0.2
+DEFAULT_HTTP_PORT = DEFAULT_PORTS["http"]
 
 Snapshot = dict[str, dict]  # model name -> its statistics (versions summed)
 
@@ -49,6 +50,93 @@ def snapshot(endpoint: Endpoint | str, timeout: float = kserve.DEFAULT_TIMEOUT_S
         for size, b in _batch_table(entry).items():
             _add(model["batch"].setdefault(size, {}), {k: v for k, v in b.items() if k != "batch_size"})
     return out
+
+
+# -- which HTTP address serves the statistics of a gRPC server ---------------------------------------------------
+def _identity(stats: dict) -> tuple:
+    """What tells one server's statistics from another's: per model and version, its counts and the time of its
+    last inference (ms since the epoch). The gRPC API writes the 64-bit numbers as strings and leaves out zeros."""
+
+    def n(value) -> int:
+        try:
+            return int(value or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    return tuple(
+        sorted(
+            (
+                str(e.get("name", "")),
+                str(e.get("version", "")),
+                n(e.get("inference_count")),
+                n(e.get("execution_count")),
+                n(e.get("last_inference")),
+                n((e.get("inference_stats", {}) or {}).get("success", {}).get("count")),
+            )
+            for e in stats.get("model_stats", []) or []
+        )
+    )
+
+
+def _grpc_identity(grpc_url: str, timeout: float) -> tuple | None:
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(grpc_url)
+    try:
+        return _identity(client.get_inference_statistics(as_json=True, client_timeout=timeout))
+    except Exception:  # noqa: BLE001 - refused, unreachable, not Triton: no identity to compare
+        return None
+    finally:
+        client.close()
+
+
+def _http_identity(address: str, timeout: float) -> tuple | None:
+    try:
+        return _identity(kserve.statistics(address, timeout=timeout))
+    except kserve.KServeError:
+        return None
+
+
+def http_candidates(grpc_url: str) -> list[str]:
+    """Where a gRPC server's HTTP port usually is: the port below it (Triton's 8000/8001, ``serve --http-port
+    18000 --grpc-port 18001``), then Triton's default 8000 on the same host."""
+    host, _, port = grpc_url.rpartition(":")
+    out = []
+    if host and port.isdigit() and int(port) > 1:
+        out.append(f"{host}:{int(port) - 1}")
+    out.append(f"{host or grpc_url}:{DEFAULT_HTTP_PORT}")
+    return list(dict.fromkeys(out))
+
+
+def statistics_address(grpc_url: str, candidates: list[str], timeout: float = 3.0) -> str | None:
+    """The HTTP ``host:port`` among ``candidates`` whose statistics are those of the server at ``grpc_url`` (the same
+    server through its other port): every model's counts and last inference time, read over gRPC and over HTTP,
+    agree. None when no candidate is that server (nothing answers there, or another server does): its statistics
+    must not stand for this one's. A request that lands between the two reads is allowed for by reading again;
+    two servers of one repository that have answered nothing yet look alike, and then the candidates' order decides."""
+    first = _grpc_identity(grpc_url, timeout)
+    if first is None:
+        return None
+    for address in candidates:
+        seen = _http_identity(address, timeout)
+        if seen is not None and (seen == first or seen == _grpc_identity(grpc_url, timeout)):
+            return address
+    return None
+
+
+def grpc_statistics_address(grpc_url: str, stats_url: str | None) -> tuple[str, str]:
+    """``(address, "")``: the HTTP address whose statistics are those of the gRPC server at ``grpc_url``
+    (``stats_url``, else :func:`http_candidates`, each checked by :func:`statistics_address`); or
+    ``(a candidate, why)`` when none is that server, so that no statistics are read (they would be another's)."""
+    candidates = [host_port(stats_url)] if stats_url else http_candidates(grpc_url)
+    found = statistics_address(grpc_url, candidates)
+    if found is not None:
+        return found, ""
+    where = " or ".join(candidates)
+    return candidates[0], (
+        f"the statistics of the server at {grpc_url} are not at {where} over HTTP (nothing answers there, or "
+        "another server does); give its HTTP port with --stats-url"
+    )
 
 
 def _get(stats: dict, *path: str) -> float:
