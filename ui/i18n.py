@@ -15,10 +15,11 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from triton_kitchen.core import lessons
+from triton_kitchen.core.catalog import IMAGE_CLASSIFIER
 from triton_kitchen.core.settings import settings
 from ui import boxes
 
-DEFAULT_MODEL = "image_classifier"
+DEFAULT_MODEL = IMAGE_CLASSIFIER
 _TEACHER_KEY = "tk_teacher"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from triton_kitchen.core.catalog import IMAGE_CLASSIFIER
 from triton_kitchen.labs import mistakes
 from triton_kitchen.tools import diagram
 from triton_kitchen.tools import repository as repo
@@ -12,7 +13,7 @@ from ui.i18n import t
 from ui.inside_dag import inside_view
 from ui.lesson import lazy_box, render_lesson
 
-MODEL = "image_classifier"
+MODEL = IMAGE_CLASSIFIER
 KEY = "ch2_text"
 
 

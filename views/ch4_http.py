@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from triton_kitchen.core.catalog import ENSEMBLE_PIPELINE, IMAGE_CLASSIFIER
 from triton_kitchen.labs import requests_view as rv
 from ui import boxes, errors, predict, server
 from ui.i18n import t
@@ -19,7 +20,7 @@ def _views(model: str, image: bytes, host: str) -> tuple[rv.HttpRequestView, rv.
     binary = rv.http_request(model, inputs, outputs, binary=True, host=host)
     plain = (
         rv.http_request(model, inputs, outputs, binary=False, host=host)
-        if model == "ensemble_pipeline"
+        if model == ENSEMBLE_PIPELINE
         else None
     )
     return binary, plain
@@ -54,7 +55,7 @@ def request_viewer() -> None:
     st.subheader(t("ch4.viewer_title"))
     model = st.radio(
         t("classify.model"),
-        ["ensemble_pipeline", "image_classifier"],
+        [ENSEMBLE_PIPELINE, IMAGE_CLASSIFIER],
         horizontal=True,
         key="ch4_model",
         persist_state="session",

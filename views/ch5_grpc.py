@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from triton_kitchen.core.catalog import ENSEMBLE_PIPELINE, IMAGE_CLASSIFIER
 from triton_kitchen.labs import requests_view as rv
 from triton_kitchen.tools.protocols.streaming import stream_grpc
 from ui import errors, i18n, predict, server, tables
@@ -18,7 +19,7 @@ def message_viewer() -> None:
     st.subheader(t("ch5.viewer_title"))
     model = st.radio(
         t("classify.model"),
-        ["ensemble_pipeline", "image_classifier"],
+        [ENSEMBLE_PIPELINE, IMAGE_CLASSIFIER],
         horizontal=True,
         key="ch5_model",
         persist_state="session",

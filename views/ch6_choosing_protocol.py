@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from triton_kitchen.core.catalog import ENSEMBLE_PIPELINE
 from triton_kitchen.tools.protocols import ProtocolError, sample_inputs
 from triton_kitchen.tools.protocols.shm import compare_with_socket
 from triton_kitchen.tools.protocols.streaming import first_token_outcome, stream_grpc, stream_sse
@@ -13,7 +14,7 @@ from ui.charts import token_arrivals
 from ui.i18n import t
 from ui.lesson import page_link, render_lesson
 
-SHM_MODEL = "ensemble_pipeline"  # a 602,112-byte input tensor
+SHM_MODEL = ENSEMBLE_PIPELINE  # a 602,112-byte input tensor
 
 
 def to_lab() -> None:

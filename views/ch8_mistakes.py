@@ -7,6 +7,14 @@ import statistics
 import plotly.graph_objects as go
 import streamlit as st
 
+from triton_kitchen.core.catalog import (
+    CASCADE_BLS,
+    CASCADE_ENSEMBLE,
+    CLASSIFIER,
+    CLASSIFIER_COARSE,
+    ENSEMBLE_PIPELINE,
+    IMAGE_CLASSIFIER,
+)
 from triton_kitchen.core.classify import ClassifyError
 from triton_kitchen.core.config import parse_config
 from triton_kitchen.core.samples import sample_jpeg
@@ -24,7 +32,7 @@ PHOTO = "chelsea"
 
 
 def _map_direction() -> None:
-    text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
+    text = (repo.DEFAULT_REPOSITORY / IMAGE_CLASSIFIER / "config.pbtxt").read_text(encoding="utf-8")
     swapped = mistakes.swap_input_map(text)
     check = repo.check_ensemble_text(swapped, lang=i18n.lang())
     st.code(
@@ -37,7 +45,7 @@ def _map_direction() -> None:
 
 
 def _order() -> None:
-    text = (repo.DEFAULT_REPOSITORY / "image_classifier" / "config.pbtxt").read_text(encoding="utf-8")
+    text = (repo.DEFAULT_REPOSITORY / IMAGE_CLASSIFIER / "config.pbtxt").read_text(encoding="utf-8")
     reversed_text = mistakes.reverse_steps(text)
     cfg = parse_config(reversed_text)
     check = repo.check_ensemble_text(reversed_text, lang=i18n.lang())
@@ -50,9 +58,9 @@ def _order() -> None:
 
 
 def _binary_default() -> None:
-    inputs = rv.request_inputs("ensemble_pipeline", sample_jpeg(PHOTO))
-    default = rv.http_request("ensemble_pipeline", inputs, ["output_label"])
-    plain = rv.http_request("ensemble_pipeline", inputs, ["output_label"], binary=False)
+    inputs = rv.request_inputs(ENSEMBLE_PIPELINE, sample_jpeg(PHOTO))
+    default = rv.http_request(ENSEMBLE_PIPELINE, inputs, ["output_label"])
+    plain = rv.http_request(ENSEMBLE_PIPELINE, inputs, ["output_label"], binary=False)
     c1, c2 = st.columns(2)
     c1.metric(
         t("ch8.m3_default"),
@@ -122,7 +130,7 @@ def _cascade() -> None:
     if server.run_button(t("ch8.m6_run"), key="ch8_cascade", disabled=ep is None):
         rows = []
         for photo in ("chelsea", "coffee", "rocket"):
-            for model in ("cascade_ensemble", "cascade_bls"):
+            for model in (CASCADE_ENSEMBLE, CASCADE_BLS):
                 try:
                     call = cascade_call(ep, sample_jpeg(photo), model)
                 except ClassifyError as exc:
@@ -134,8 +142,8 @@ def _cascade() -> None:
                         t("ch8.col.model"): model,
                         t("ch8.col.top1"): call.result.labels[0],
                         t("ch8.col.answer_tier"): call.answer_tier if call.answer_tier is not None else "—",
-                        t("ch8.col.coarse_runs"): call.tier_runs["classifier_coarse"],
-                        t("ch8.col.fine_runs"): call.tier_runs["classifier"],
+                        t("ch8.col.coarse_runs"): call.tier_runs[CLASSIFIER_COARSE],
+                        t("ch8.col.fine_runs"): call.tier_runs[CLASSIFIER],
                         t("ch8.col.ms"): f"{call.result.ms:.1f}",
                     }
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen.core import catalog
+from triton_kitchen.core.catalog import TTA_ENSEMBLE
 from triton_kitchen.core.server import DEFAULT_REPOSITORY
 from triton_kitchen.labs import experiments
 from triton_kitchen.tools import flow
@@ -218,7 +219,7 @@ with tabs[1]:
         )
         if res.timelines:
             st.plotly_chart(
-                flow.gantt(flow.attach(_recorded()["tta_ensemble"].dag, res.timelines[-1]), i18n.lang()),
+                flow.gantt(flow.attach(_recorded()[TTA_ENSEMBLE].dag, res.timelines[-1]), i18n.lang()),
                 width="stretch",
             )
 with tabs[2]:

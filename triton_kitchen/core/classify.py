@@ -12,10 +12,11 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from triton_kitchen.core import clients
+from triton_kitchen.core.catalog import CASCADE_BLS, CASCADE_ENSEMBLE, IMAGE_CLASSIFIER, TTA_ENSEMBLE
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
 
-CLASSIFY_MODELS = ("image_classifier", "tta_ensemble", "cascade_ensemble", "cascade_bls")
+CLASSIFY_MODELS = (IMAGE_CLASSIFIER, TTA_ENSEMBLE, CASCADE_ENSEMBLE, CASCADE_BLS)
 
 
 @dataclass
@@ -40,7 +41,7 @@ class ClassifyError(KitchenError):
 def classify(
     endpoint: Endpoint,
     image: bytes,
-    model: str = "image_classifier",
+    model: str = IMAGE_CLASSIFIER,
     protocol: str = "grpc",
     timeout_s: float = 30.0,
 ) -> Classification:
@@ -120,7 +121,7 @@ print(result.as_numpy("top5_labels"))
 
 
 def client_code(
-    endpoint: Endpoint, protocol: str, model: str = "image_classifier", path: str = "photo.jpg"
+    endpoint: Endpoint, protocol: str, model: str = IMAGE_CLASSIFIER, path: str = "photo.jpg"
 ) -> str:
     """The few lines of Python that make the call :func:`classify` makes (same tensor, same model), for the
     student to read beside the button and run on their own machine."""

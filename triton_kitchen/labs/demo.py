@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from triton_kitchen.core.catalog import ENSEMBLE_PIPELINE
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.samples import image_tensor, imagenet_labels
 
@@ -23,7 +24,7 @@ def tutorial_infer(
     client_type: str,
     url: str,
     image: np.ndarray,
-    model_name: str = "ensemble_pipeline",
+    model_name: str = ENSEMBLE_PIPELINE,
     input_name: str = "input_image",
     datatype: str = "FP32",
 ) -> np.ndarray:
@@ -143,9 +144,7 @@ def quick_protocol_check(
 
     arrays = {"input_image": demo_input(image)}
     callers = {
-        p: Caller(
-            endpoint, p, "ensemble_pipeline", arrays, output_names=["output_label"], reuse_request=False
-        )
+        p: Caller(endpoint, p, ENSEMBLE_PIPELINE, arrays, output_names=["output_label"], reuse_request=False)
         for p in PROTOCOLS
     }
     times: dict[str, list[float]] = {p: [] for p in PROTOCOLS}

@@ -24,15 +24,27 @@ from typing import Any
 import numpy as np
 
 from triton_kitchen.core import kserve
+from triton_kitchen.core.catalog import (
+    CASCADE_BLS,
+    CASCADE_ENSEMBLE,
+    CLASSIFIER,
+    CLASSIFIER_COARSE,
+    FUSE_LOGITS,
+    HFLIP,
+    IMAGE_CLASSIFIER,
+    POSTPROCESS,
+    PREPROCESS,
+    TTA_ENSEMBLE,
+)
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.tools import trace
 from triton_kitchen.tools.protocols import Caller, CountingProxy, image_tensor, sample_jpeg
 
-CHAIN_MODEL = "image_classifier"
+CHAIN_MODEL = IMAGE_CLASSIFIER
 CHAIN_STEPS = (
-    ("preprocess", "image_bytes", "image_tensor"),
-    ("classifier", "input", "logits"),
-    ("postprocess", "logits", None),
+    (PREPROCESS, "image_bytes", "image_tensor"),
+    (CLASSIFIER, "input", "logits"),
+    (POSTPROCESS, "logits", None),
 )
 CHAIN_OUTPUTS = ["top5_labels", "top5_scores"]
 
@@ -108,9 +120,9 @@ class _Chain:
     def __init__(self, endpoint: Endpoint, protocol: str, address: str, image: bytes) -> None:
         first = {"image_bytes": np.array([[image]], dtype=object)}
         self.callers = [
-            Caller(endpoint, protocol, "preprocess", first, output_names=["image_tensor"], address=address),
-            Caller(endpoint, protocol, "classifier", {}, output_names=["logits"], address=address),
-            Caller(endpoint, protocol, "postprocess", {}, output_names=CHAIN_OUTPUTS, address=address),
+            Caller(endpoint, protocol, PREPROCESS, first, output_names=["image_tensor"], address=address),
+            Caller(endpoint, protocol, CLASSIFIER, {}, output_names=["logits"], address=address),
+            Caller(endpoint, protocol, POSTPROCESS, {}, output_names=CHAIN_OUTPUTS, address=address),
         ]
 
     def call(self) -> tuple[dict[str, np.ndarray], int]:
@@ -201,10 +213,10 @@ def chaining(
 
 
 # -- parallel branches -----------------------------------------------------------------------------
-PARALLEL_MODEL = "tta_ensemble"
+PARALLEL_MODEL = TTA_ENSEMBLE
 # tta_ensemble's steps (index, model, predecessor steps) as in its config.pbtxt; checked against the
 # server's config in parallel_branches().
-TTA_STEPS = ("preprocess", "classifier", "hflip", "classifier", "fuse_logits", "postprocess")
+TTA_STEPS = (PREPROCESS, CLASSIFIER, HFLIP, CLASSIFIER, FUSE_LOGITS, POSTPROCESS)
 TTA_PREDS = ((), (0,), (0,), (2,), (1, 3), (4,))
 TTA_BRANCHES = ((1,), (2, 3))
 
@@ -299,23 +311,23 @@ def parallel_branches(
 
 def _sequential_tta(callers: dict[str, Caller], image: bytes) -> float:
     """tta_ensemble's six steps, strictly one after another (the tutorial's "array order"), from the client."""
-    if not getattr(callers["preprocess"], "_warm", False):
-        callers["preprocess"].arrays = {"image_bytes": np.array([[image]], dtype=object)}
-        callers["preprocess"].call()
-        callers["preprocess"]._warm = True
+    if not getattr(callers[PREPROCESS], "_warm", False):
+        callers[PREPROCESS].arrays = {"image_bytes": np.array([[image]], dtype=object)}
+        callers[PREPROCESS].call()
+        callers[PREPROCESS]._warm = True
     t0 = time.perf_counter()
-    callers["preprocess"].arrays = {"image_bytes": np.array([[image]], dtype=object)}
-    x = callers["preprocess"].call().outputs["image_tensor"]
-    callers["classifier"].arrays = {"input": x}
-    a = callers["classifier"].call().outputs["logits"]
-    callers["hflip"].arrays = {"image": x}
-    m = callers["hflip"].call().outputs["mirrored"]
-    callers["classifier"].arrays = {"input": m}
-    b = callers["classifier"].call().outputs["logits"]
-    callers["fuse_logits"].arrays = {"logits_a": a, "logits_b": b}
-    f = callers["fuse_logits"].call().outputs["logits"]
-    callers["postprocess"].arrays = {"logits": f}
-    callers["postprocess"].call()
+    callers[PREPROCESS].arrays = {"image_bytes": np.array([[image]], dtype=object)}
+    x = callers[PREPROCESS].call().outputs["image_tensor"]
+    callers[CLASSIFIER].arrays = {"input": x}
+    a = callers[CLASSIFIER].call().outputs["logits"]
+    callers[HFLIP].arrays = {"image": x}
+    m = callers[HFLIP].call().outputs["mirrored"]
+    callers[CLASSIFIER].arrays = {"input": m}
+    b = callers[CLASSIFIER].call().outputs["logits"]
+    callers[FUSE_LOGITS].arrays = {"logits_a": a, "logits_b": b}
+    f = callers[FUSE_LOGITS].call().outputs["logits"]
+    callers[POSTPROCESS].arrays = {"logits": f}
+    callers[POSTPROCESS].call()
     return (time.perf_counter() - t0) * 1000
 
 
@@ -354,7 +366,7 @@ def cascade(
     """
     rows = []
     deadline = time.monotonic() + budget_s
-    for model in ("cascade_ensemble", "cascade_bls"):
+    for model in (CASCADE_ENSEMBLE, CASCADE_BLS):
         callers = {
             name: Caller(endpoint, protocol, model, {"image_bytes": np.array([[img]], dtype=object)})
             for name, img in images.items()
@@ -362,7 +374,7 @@ def cascade(
         try:
             for c in callers.values():
                 c.call()  # warm-up, before the counters are read
-            before = trace.model_statistics(endpoint, ["classifier", "classifier_coarse"])
+            before = trace.model_statistics(endpoint, [CLASSIFIER, CLASSIFIER_COARSE])
             lat, stages, top1 = [], {"1": 0, "2": 0}, {}
             for _ in range(repeats):
                 for name, c in callers.items():
@@ -373,7 +385,7 @@ def cascade(
                     top1[name] = _top1(r.outputs)
                 if time.monotonic() > deadline:
                     break
-            after = trace.model_statistics(endpoint, ["classifier", "classifier_coarse"])
+            after = trace.model_statistics(endpoint, [CLASSIFIER, CLASSIFIER_COARSE])
         finally:
             for c in callers.values():
                 c.close()
@@ -382,8 +394,8 @@ def cascade(
                 model,
                 len(lat),
                 lat,
-                after["classifier"]["count"] - before["classifier"]["count"],
-                after["classifier_coarse"]["count"] - before["classifier_coarse"]["count"],
+                after[CLASSIFIER]["count"] - before[CLASSIFIER]["count"],
+                after[CLASSIFIER_COARSE]["count"] - before[CLASSIFIER_COARSE]["count"],
                 stages,
                 top1,
             )
@@ -391,7 +403,7 @@ def cascade(
     return rows
 
 
-CASCADE_TIERS = ("classifier_coarse", "classifier")  # tier 1, tier 2
+CASCADE_TIERS = (CLASSIFIER_COARSE, CLASSIFIER)  # tier 1, tier 2
 
 
 @dataclass
@@ -425,7 +437,7 @@ def cascade_call(
     result = classify(endpoint, image, model=model, protocol=protocol)
     # the counts that must land before reading: tier one always; tier two in the ensemble (it runs both) and
     # when the answer came from it (the two tiers' counts can land a moment apart)
-    expect = CASCADE_TIERS if model == "cascade_ensemble" or result.stage_used == 2 else CASCADE_TIERS[:1]
+    expect = CASCADE_TIERS if model == CASCADE_ENSEMBLE or result.stage_used == 2 else CASCADE_TIERS[:1]
     after = trace.statistics_after(endpoint, CASCADE_TIERS, before, timeout_s, wait_for=expect, field="exec")
     runs = {m: after[m]["exec"] - before[m]["exec"] for m in CASCADE_TIERS}
     return CascadeCall(result, runs, result.stage_used)
@@ -458,7 +470,7 @@ def batching_queue(
     """Traced direct calls to ``classifier`` (dynamic batching, max_queue_delay set) and ``classifier_coarse`` (none)."""
     x = image_tensor(image or sample_jpeg())
     out = []
-    for model in ("classifier", "classifier_coarse"):
+    for model in (CLASSIFIER, CLASSIFIER_COARSE):
         cfg = kserve.model_config(endpoint, model)
         delay = (
             cfg.get("dynamic_batching", {}).get("max_queue_delay_microseconds")
@@ -522,7 +534,7 @@ def fine_model_outcome(ensemble: CascadeCall, bls: CascadeCall) -> str | None:
 
 
 # -- one set meal: what the server counts for one request --------------------------------------------------
-SET_MEAL = ("image_classifier", "preprocess", "classifier", "postprocess")  # the ensemble, then its steps
+SET_MEAL = (IMAGE_CLASSIFIER, PREPROCESS, CLASSIFIER, POSTPROCESS)  # the ensemble, then its steps
 
 
 @dataclass

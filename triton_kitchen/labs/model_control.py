@@ -25,9 +25,10 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 
 from triton_kitchen.core import kserve, override
+from triton_kitchen.core.catalog import HFLIP
 from triton_kitchen.core.endpoint import Endpoint
 
-MODEL = "hflip"
+MODEL = HFLIP
 WAYS = ("reload", "unload_load")
 CLIENTS = 3
 BEFORE_S = 0.5  # requests flowing before the change...

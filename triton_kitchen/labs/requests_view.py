@@ -24,6 +24,7 @@ import tritonclient.http as httpclient
 from google.protobuf import text_format
 from tritonclient.grpc import service_pb2
 
+from triton_kitchen.core.catalog import ENSEMBLE_PIPELINE, IMAGE_CLASSIFIER
 from triton_kitchen.core.endpoint import Endpoint, split_host_port
 from triton_kitchen.core.imaging import preprocess_bytes
 from triton_kitchen.tools.protocols.call import infer_request_message
@@ -62,8 +63,8 @@ class Tensor:
 
 # model -> (input name, kind, output names)
 MODELS = {
-    "ensemble_pipeline": ("input_image", "pixels", ["output_label"]),
-    "image_classifier": ("image_bytes", "jpeg", ["top5_labels", "top5_scores"]),
+    ENSEMBLE_PIPELINE: ("input_image", "pixels", ["output_label"]),
+    IMAGE_CLASSIFIER: ("image_bytes", "jpeg", ["top5_labels", "top5_scores"]),
 }
 
 

@@ -17,9 +17,10 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
+from triton_kitchen.core.catalog import HFLIP
 from triton_kitchen.core.endpoint import Endpoint
 
-MODEL = "hflip"
+MODEL = HFLIP
 IMAGE_BYTES = 3 * 224 * 224 * 4
 GRPC_DEFAULT_LIMIT = 4 * 1024 * 1024  # grpcio's default max_receive_message_length
 MAX_BATCH = 8  # hflip's max_batch_size
