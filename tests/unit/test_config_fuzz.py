@@ -12,7 +12,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triton_kitchen.core.config import ConfigError, ModelEntry, locate, parse_config
+from triton_kitchen.core.config import ConfigError, ModelEntry, parse_config
+from triton_kitchen.core.config_locations import locate
 from triton_kitchen.core.ensemble import Problem, build_dag, has_errors, validate_model
 from triton_kitchen.tools.diagram import compute_layout, to_dot
 

@@ -6,7 +6,7 @@ model folders through :func:`read_model_dir` / :func:`load_repository` into :cla
 Parsing is protobuf's own ``text_format`` (no hand-written parser).  A syntax or schema error
 becomes a :class:`ConfigError` with the file, line, column, offending token and a plain
 message.  Protobuf's Python parser keeps no source positions, so a small token walker
-(:func:`locate`) maps field paths to line numbers afterwards; it only *locates*, the
+(``config_locations.locate``) maps field paths to line numbers afterwards; it only *locates*, the
 semantics are protobuf's.  It also keeps every map entry, which lets the validator warn
 about a repeated map key (protobuf silently keeps the last one).
 
@@ -25,6 +25,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from triton_kitchen.core.config_locations import Locations, locate
 from triton_kitchen.core.errors import KitchenError
 from triton_kitchen.core.tensors import DTYPE_SIZES, dtype_name
 
@@ -32,12 +33,10 @@ __all__ = [
     "DTYPE_SIZES",
     "ENSEMBLE_PLATFORM",
     "ConfigError",
-    "Locations",
     "ModelConfig",
     "ModelEntry",
     "dtype_name",
     "load_repository",
-    "locate",
     "parse_config",
     "read_config_file",
     "read_model_dir",
@@ -314,101 +313,6 @@ def load_config(path: str | os.PathLike) -> ModelConfig:
             f"cannot read {p}: {e.strerror or e}", path=str(p), code="unreadable", params={"reason": str(e)}
         ) from None
     return parse_config(data, p)
-
-
-# ---------------------------------------------------------------------------------------------
-# locations
-
-
-@dataclass
-class Locations:
-    """Line/column of fields, by path, e.g. ``("ensemble_scheduling", 0, "step", 2, "input_map", 0, "key")``.
-
-    Every element of a repeated field (and every map entry, repeated keys included) gets
-    its own index, in file order; singular fields have index 0.
-    """
-
-    where: dict[tuple, tuple[int, int]] = field(default_factory=dict)
-    values: dict[tuple, str] = field(default_factory=dict)
-
-    def line(self, *path, default: int | None = None) -> int | None:
-        p = tuple(path)
-        while p:
-            if p in self.where:
-                return self.where[p][0]
-            p = p[:-1]
-        return default
-
-    def count(self, *path) -> int:
-        n = 0
-        while tuple(path) + (n,) in self.where:
-            n += 1
-        return n
-
-    def value(self, *path) -> str | None:
-        return self.values.get(tuple(path))
-
-
-def locate(text: str) -> Locations:
-    """Token walk over text that protobuf has already accepted; best effort, never raises."""
-    loc = Locations()
-    try:
-        tok = text_format.Tokenizer(text.split("\n"))
-        _walk(tok, (), loc)
-    except Exception:  # noqa: BLE001 - locations are a nicety; never fail because of them
-        pass
-    return loc
-
-
-def _walk(tok, prefix: tuple, loc: Locations) -> None:
-    counters: dict[str, int] = {}
-    while not tok.AtEnd() and tok.token not in ("}", ">"):
-        line, col = tok._line + 1, tok._column + 1
-        if tok.token == "[":  # extension or Any type URL
-            parts = []
-            tok.NextToken()
-            while not tok.AtEnd() and tok.token != "]":
-                parts.append(tok.token)
-                tok.NextToken()
-            tok.NextToken()
-            name = "[" + "".join(parts) + "]"
-        else:
-            name = tok.token
-            tok.NextToken()
-        tok.TryConsume(":")
-
-        def element(name=name, line=line, col=col):
-            idx = counters.get(name, 0)
-            counters[name] = idx + 1
-            key = prefix + (name, idx)
-            loc.where[key] = (line, col)
-            return key
-
-        if tok.token == "[":
-            tok.NextToken()
-            while not tok.AtEnd() and tok.token != "]":
-                line, col = tok._line + 1, tok._column + 1
-                key = element(line=line, col=col)
-                _value(tok, key, loc)
-                tok.TryConsume(",")
-            tok.NextToken()
-        else:
-            key = element()
-            _value(tok, key, loc)
-        if not tok.TryConsume(","):
-            tok.TryConsume(";")
-
-
-def _value(tok, key: tuple, loc: Locations) -> None:
-    if tok.token in ("{", "<"):
-        tok.NextToken()
-        _walk(tok, key, loc)
-        tok.NextToken()  # closing brace
-    elif tok.token[:1] in ("'", '"'):
-        loc.values[key] = tok.ConsumeString()
-    else:
-        loc.values[key] = tok.token
-        tok.NextToken()
 
 
 # ---------------------------------------------------------------------------------------------

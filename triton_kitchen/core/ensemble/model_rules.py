@@ -50,7 +50,8 @@ BACKEND_FILES = {
 
 def validate_config_file(path: str | os.PathLike) -> list[Problem]:
     """A config file on its own (no model directory, no repository): the rules that need neither."""
-    from triton_kitchen.core.config import locate, parse_config
+    from triton_kitchen.core.config import parse_config
+    from triton_kitchen.core.config_locations import locate
 
     p = Path(path)
     try:
