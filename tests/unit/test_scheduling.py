@@ -99,6 +99,17 @@ def test_the_longest_pause_between_answers():
     assert _sent([(0, 0.0, 10)]).longest_pause_ms() is None
 
 
+def test_the_trickle_is_not_counted_among_the_early_requests():
+    """The ordinary requests sent one by one after the urgent ones (the trickle) are neither early nor waiting:
+    done and waiting add up to the burst (they added up to more on the page before)."""
+    early = [(0, 0.0, d) for d in (10, 12, 14, 16, 45, 57, 69, 81)] + [(1, 20.0, 30), (1, 20.0, 31)]
+    prio = _sent(early)
+    prio.sent += [Sent(10 + i, 0, 25.0 + 5 * i, 28.0 + 5 * i, trickle=True) for i in range(3)]
+    result = scheduling.PriorityResult(prio, prio, 8, 2)
+    assert result.early_done() + result.early_waiting() == 8
+    assert result.early_done() == 4
+
+
 def test_overtaking_counts_among_the_requests_still_waiting():
     """A slow client: the server answered four of the eight ordinary requests before the urgent two even left
     (at 20 ms). Those cannot be overtaken; the urgent ones finished ahead of the other four."""
