@@ -345,7 +345,23 @@ def little() -> None:
             measured=_fmt(first["mean_latency_ms"]),
         )
     )
-    predict.reveal("ch9_little", options, result.outcome())
+    outcome = result.outcome()
+    if outcome == "unclear" and len(rows) > 1:
+        last = rows[-1]
+        st.warning(
+            t(
+                "ch9.little_unclear",
+                c=first["in_flight"],
+                c2=last["in_flight"],
+                rps=_fmt(first["throughput_rps"]),
+                rps2=_fmt(last["throughput_rps"]),
+                w=_fmt(first["mean_latency_ms"]),
+                w2=_fmt(last["mean_latency_ms"]),
+            ),
+            icon="🎲",
+        )
+        return
+    predict.reveal("ch9_little", options, outcome)
 
 
 # -- is an ensemble faster? --------------------------------------------------------------------------------------

@@ -45,3 +45,47 @@ def test_predict_helper_keeps_the_prediction_made_before_the_run():
     at.button(key="run").click().run()
     assert at.success and not at.warning
     assert any("detail line" in c.value for c in at.caption)
+
+
+def _little_app() -> None:
+    import streamlit as st
+
+    from triton_kitchen.labs import scheduling
+    from triton_kitchen.tools.bench import BenchResult
+    from views import ch9_scheduler
+
+    def bench(c: int, rps: float, mean_ms: float) -> BenchResult:
+        r = BenchResult("grpc", "classifier", c, 10, 0, rps, {"p50": mean_ms}, 0, 0, None, None)
+        r.latencies_ms = [mean_ms]
+        return r
+
+    runs = st.session_state.get("runs", [(2, 53, 37.7), (4, 155, 25.6)])
+    st.session_state["ch9_little_result"] = scheduling.LittleResult([bench(*r) for r in runs])
+    ch9_scheduler.little()
+
+
+@pytest.mark.app
+def test_little_shows_no_verdict_the_numbers_contradict(monkeypatch):
+    import sys
+
+    import ui.lesson
+    import ui.server
+    from triton_kitchen.core import lessons
+
+    # the page's module renders its lesson (and starts the server) on import: here only its little() runs
+    monkeypatch.setattr(ui.lesson, "render_lesson", lambda *a, **kw: None)
+    monkeypatch.setattr(ui.server, "endpoint", lambda: object())  # the result is given: nothing is measured
+    monkeypatch.delitem(sys.modules, "views.ch9_scheduler", raising=False)
+    monkeypatch.setitem(sys.modules, "views.ch9_scheduler", None)
+    monkeypatch.delitem(sys.modules, "views.ch9_scheduler")
+    at = AppTest.from_function(_little_app)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = " ".join(w.value for w in at.warning)
+    assert "53.0 → 155.0" in shown and "37.7 → 25.6" in shown
+    texts = " ".join(m.value for m in at.markdown)
+    for key in ("latency", "throughput", "both"):  # no "what happened" verdict under the numbers
+        assert lessons.t(f"ch9.little_{key}", "zh") not in texts.split("🔮")[-1].split("\n", 1)[-1]
+    at.session_state["runs"] = [(2, 40, 50), (4, 41, 98)]
+    at.run()
+    assert not at.warning and lessons.t("ch9.little_latency", "zh") in " ".join(m.value for m in at.markdown)

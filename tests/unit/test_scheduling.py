@@ -249,6 +249,19 @@ def test_little_outcome_and_rows():
     assert scheduling.LittleResult([_bench(2, 20, 100), _bench(4, 28, 140)]).outcome() == "both"
 
 
+def test_little_outcome_says_unclear_when_the_runs_contradict_every_verdict():
+    # two walkthrough runs: throughput almost tripled while latency fell (zh), throughput fell (en)
+    tripled = scheduling.LittleResult([_bench(2, 53, 37.7), _bench(4, 155, 25.6)])
+    fell = scheduling.LittleResult([_bench(2, 123, 16.2), _bench(4, 99, 40.4)])
+    assert tripled.outcome() == "unclear" and fell.outcome() == "unclear"
+    # Little's law broken between the runs (λ·W did not double) is no verdict either
+    assert scheduling.LittleResult([_bench(2, 40, 50), _bench(4, 50, 52)]).outcome() == "unclear"
+    assert scheduling.LittleResult([_bench(2, 40, 50)]).outcome() == "unclear"
+    assert scheduling.LittleResult([_bench(2, 40, 50), _bench(4, 41, 98)]).ratios() == pytest.approx(
+        (41 / 40, 98 / 50)
+    )
+
+
 def test_triton_text_keeps_tritons_words():
     detail = (
         "load classifier: POST /v2/repository/models/classifier/load: HTTP 400: load failed for model 'x'"

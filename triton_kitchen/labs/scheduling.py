@@ -398,19 +398,33 @@ class LittleResult:
             )
         return out
 
-    def outcome(self) -> str:
-        """The outcome with twice the requests in flight: "latency" (mean latency x >= 1.6, throughput flat), "throughput"
-        (throughput x >= 1.6) or "both" (each rose less)."""
+    def ratios(self) -> tuple[float, float] | None:
+        """Throughput and mean latency of the last run over the first (None without two usable runs)."""
         if len(self.runs) < 2:
-            return "both"
+            return None
         a, b = self.runs[0], self.runs[-1]
-        if not (a.throughput_rps and a.mean_latency_ms and b.mean_latency_ms):
-            return "both"
-        if b.throughput_rps / a.throughput_rps >= 1.6:
+        if not (a.throughput_rps and b.throughput_rps and a.mean_latency_ms and b.mean_latency_ms):
+            return None
+        return b.throughput_rps / a.throughput_rps, b.mean_latency_ms / a.mean_latency_ms
+
+    def outcome(self) -> str:
+        """What doubling the requests in flight did, decided from the two runs: "throughput" (throughput x >= 1.6,
+        latency within x 0.85..1.25), "latency" (the other way round), "both" (each rose by x 1.15..1.6), or
+        "unclear" when the numbers fit none of these: throughput fell or latency shortened by more than 15 %,
+        either grew more than x 2.3, or λ·W (the requests in flight the two runs imply) did not roughly double."""
+        ratios = self.ratios()
+        if ratios is None:
+            return "unclear"
+        tp, lat = ratios
+        if tp < 0.85 or lat < 0.85 or tp > 2.3 or lat > 2.3 or not 1.6 <= tp * lat <= 2.5:
+            return "unclear"
+        if tp >= 1.6 and lat <= 1.25:
             return "throughput"
-        if b.mean_latency_ms / a.mean_latency_ms >= 1.6:
+        if lat >= 1.6 and tp <= 1.25:
             return "latency"
-        return "both"
+        if 1.15 <= tp < 1.6 and 1.15 <= lat < 1.6:
+            return "both"
+        return "unclear"
 
 
 def littles_law(
