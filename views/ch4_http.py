@@ -100,10 +100,13 @@ def request_viewer() -> None:
     if server.run_button(t("ch4.send"), key="ch4_send", type="primary", disabled=ep is None):
         predict.lock("ch4_form")
         try:
-            st.session_state["ch4_response"] = (model, rv.send_http(ep, shown), shown.binary)
+            sent = (model, rv.send_http(ep, shown), shown.binary)
+            st.session_state["ch4_response"] = sent  # the last one sent, whichever tab
+            st.session_state.setdefault("ch4_responses", {})[shown.binary] = sent
         except OSError as exc:
             errors.show_error("server_unreachable", detail=str(exc))
-    sent = st.session_state.get("ch4_response")
+    # each tab shows the last response to its own request only
+    sent = st.session_state.get("ch4_responses", {}).get(shown.binary)
     if sent and sent[0] == model:
         resp = sent[1]
         st.markdown(f"**{t('ch4.response', status=resp.status, ms=resp.ms)}**")

@@ -458,6 +458,13 @@ def test_http_request_viewer(remote):
     assert at.session_state["ch4_response"][1].output_form() == "binary"
     assert lessons.t("ch4.form_binary", "en") in "\n".join(m.value for m in at.markdown)
     assert any("HTTP 200" in m.value for m in at.markdown)
+    # the JSON tab opened: the binary request's response is not shown under it
+    from ui.boxes import OPEN_TABS
+
+    at.session_state[OPEN_TABS] = {"ch4_form_tabs": "json"}
+    at.session_state["tk_tabs_drawn"] = {}
+    at.run()
+    assert not any("HTTP 200" in m.value for m in at.markdown)
 
 
 @pytest.mark.app
