@@ -18,6 +18,7 @@ from ui.i18n import lang, t
 LOAD_KEY = "batch_offered_load"
 LOAD_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)  # of the measured "on" throughput
 LOAD_WINDOW_S = 2.0  # each offered rate's measuring window
+LOAD_SENDERS = 16  # open-loop senders: the measured run's workers, and the simulator's max_in_flight default
 
 
 def _fmt(v, spec: str = ".1f") -> str:
@@ -140,6 +141,7 @@ def offered_load_section(
                     settings,
                     rates,
                     duration_s=LOAD_WINDOW_S,
+                    workers=LOAD_SENDERS,
                     stop=stop,
                     progress=progress,
                     calibration=cal,
@@ -174,6 +176,19 @@ def offered_load_section(
                     line=dict(color="#f39c12", dash=dash),
                 )
             )
+    ceiling = None
+    if points[0].simulated and points[-1].simulated.get("throughput_rps"):
+        # with every sender waiting, latency (counted from the actual send) levels at senders / throughput
+        ceiling = LOAD_SENDERS * 1000 / points[-1].simulated["throughput_rps"]
+        if (points[-1].simulated["latency_ms"]["p50"] or 0) < 0.95 * ceiling:
+            ceiling = None
+        else:
+            fig.add_hline(
+                y=ceiling,
+                line=dict(color="#888", dash="dash", width=1),
+                annotation_text=t("why.load_ceiling", n=LOAD_SENDERS, ms=ceiling),
+                annotation_position="bottom left",
+            )
     fig.update_layout(
         height=320,
         margin=dict(l=10, r=10, t=10, b=10),
@@ -195,6 +210,8 @@ def offered_load_section(
         ]
     )
     st.caption(t("why.load_caption"))
+    if ceiling is not None:
+        st.caption(t("why.load_ceiling_note", n=LOAD_SENDERS))
 
 
 @st.fragment(run_every=2.0)
