@@ -209,27 +209,61 @@ def _priority(ep) -> None:
     )
 
 
+def _stacked(xs: list[float], tol: float, step: float = 0.14, most: float = 0.42) -> list[float]:
+    """A vertical offset per point so that points closer than ``tol`` on x (a batch answered at once) stand
+    one above another instead of hiding each other; offsets are centred on the row and stay within ``most``."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and xs[i] - xs[groups[-1][0]] <= tol:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    out = [0.0] * len(xs)
+    for g in groups:
+        d = min(step, 2 * most / max(1, len(g) - 1))
+        for k, i in enumerate(g):
+            out[i] = (k - (len(g) - 1) / 2) * d
+    return out
+
+
 def _queue_chart(b) -> None:
-    """Each request of the queue run at the moment Triton answered or refused it, one row per outcome."""
+    """Each request of the queue run at the moment Triton answered or refused it, one row per outcome; requests
+    answered together (one batch) are stacked within their row, so every request shows."""
     fig = go.Figure()
-    for outcome, color in (
-        ("answered", "#3182bd"),
-        ("full", "#c0392b"),
-        ("timeout", "#e6550d"),
-        ("other", "#777"),
-    ):
-        done = [s.done_ms for s in b.sent if s.done_ms is not None and scheduling.refusal_kind(s) == outcome]
-        if done:
-            fig.add_trace(
-                go.Scatter(
-                    x=done,
-                    y=[t(f"ch9.q_row_{outcome}")] * len(done),
-                    mode="markers",
-                    marker=dict(color=color, size=8, symbol="circle" if outcome == "answered" else "x"),
-                    showlegend=False,
-                )
+    rows = (("answered", "#3182bd"), ("full", "#c0392b"), ("timeout", "#e6550d"), ("other", "#777"))
+    times = [s.done_ms for s in b.sent if s.done_ms is not None]
+    tol = max(0.5, (max(times) - min(times)) * 0.012) if times else 0.5
+    shown = []
+    for outcome, color in rows:
+        done = [s for s in b.sent if s.done_ms is not None and scheduling.refusal_kind(s) == outcome]
+        if not done:
+            continue
+        y0 = len(shown)
+        shown.append(outcome)
+        x = [s.done_ms for s in done]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[y0 + d for d in _stacked(x, tol)],
+                mode="markers",
+                marker=dict(color=color, size=8, symbol="circle" if outcome == "answered" else "x"),
+                text=[f"#{s.index}" for s in done],
+                hovertemplate="%{text}: %{x:.1f} ms<extra></extra>",
+                showlegend=False,
             )
-    fig.update_layout(height=200, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=t("ch9.q_axis"))
+        )
+    fig.update_layout(
+        height=120 + 60 * max(1, len(shown)),
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=t("ch9.q_axis"),
+        yaxis=dict(
+            tickvals=list(range(len(shown))),
+            ticktext=[t(f"ch9.q_row_{o}") for o in shown],
+            range=[-0.5, len(shown) - 0.5],
+            zeroline=False,
+        ),
+    )
     st.plotly_chart(fig, width="stretch", key="ch9_q_fig")
 
 

@@ -64,20 +64,25 @@ def _little_app() -> None:
     ch9_scheduler.little()
 
 
-@pytest.mark.app
-def test_little_shows_no_verdict_the_numbers_contradict(monkeypatch):
+@pytest.fixture
+def page_parts(monkeypatch):
+    """The page's functions without the page: its module renders its lesson (and starts the server) on import."""
     import sys
 
     import ui.lesson
     import ui.server
-    from triton_kitchen.core import lessons
 
-    # the page's module renders its lesson (and starts the server) on import: here only its little() runs
     monkeypatch.setattr(ui.lesson, "render_lesson", lambda *a, **kw: None)
-    monkeypatch.setattr(ui.server, "endpoint", lambda: object())  # the result is given: nothing is measured
+    monkeypatch.setattr(ui.server, "endpoint", lambda: object())  # results are given: nothing is measured
     monkeypatch.delitem(sys.modules, "views.ch9_scheduler", raising=False)
     monkeypatch.setitem(sys.modules, "views.ch9_scheduler", None)
     monkeypatch.delitem(sys.modules, "views.ch9_scheduler")
+
+
+@pytest.mark.app
+def test_little_shows_no_verdict_the_numbers_contradict(page_parts):
+    from triton_kitchen.core import lessons
+
     at = AppTest.from_function(_little_app)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -89,3 +94,26 @@ def test_little_shows_no_verdict_the_numbers_contradict(monkeypatch):
     at.session_state["runs"] = [(2, 40, 50), (4, 41, 98)]
     at.run()
     assert not at.warning and lessons.t("ch9.little_latency", "zh") in " ".join(m.value for m in at.markdown)
+
+
+def _queue_chart_app() -> None:
+    from triton_kitchen.tools.burst import Burst, Sent
+    from views import ch9_scheduler
+
+    # ten answered in two batches of five (the same answer time each), two refused at once
+    sent = [Sent(i, 0, 0.0, 40.0 if i < 5 else 80.0) for i in range(10)]
+    sent += [Sent(10 + i, 0, 0.0, 1.0, "Exceeds maximum queue size") for i in range(2)]
+    ch9_scheduler._queue_chart(Burst("q", "", sent))
+
+
+@pytest.mark.app
+def test_queue_chart_shows_every_request_of_a_batch(page_parts):
+    import json
+
+    at = AppTest.from_function(_queue_chart_app)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    points = [(x, y) for tr in traces for x, y in zip(tr["x"], tr["y"], strict=True)]
+    assert len(points) == 12 and len(set(points)) == 12  # no two requests drawn on one spot
+    assert all(abs(y - round(y)) <= 0.42 for _, y in points)  # each within its own row
