@@ -64,18 +64,17 @@ def editor() -> None:
                 st.caption(t("live.triton_said", message=p.triton_message))
         if text == mistakes.swap_input_map(_original()):  # the swapped config, as the button left it
             predict.reveal("ch2_swap", swap_options, mistakes.swap_outcome(check), t("ch2.swap_detail"))
-        if check.config is not None and check.config.ensemble_scheduling.step:
-            steps = lazy_box("ch2_steps_box", t("ch2.steps_table"))
-            if steps is not None:
-                with steps:
-                    st.dataframe(
-                        [
-                            {t(f"repo.col.{k}"): v for k, v in row.items()}
-                            for row in repo.ensemble_steps(check.config)
-                        ],
-                        hide_index=True,
-                        width="stretch",
-                    )
+    if check.config is not None and check.config.ensemble_scheduling.step:
+        # the page's whole width and a static table that wraps its cells: in the editor's half column a grid
+        # pushed input_map and output_map off the side behind a scroll bar
+        steps = lazy_box("ch2_steps_box", t("ch2.steps_table"))
+        if steps is not None:
+            with steps:
+                rows = [
+                    {t(f"repo.col.{k}"): v for k, v in row.items()}
+                    for row in repo.ensemble_steps(check.config)
+                ]
+                st.table(rows, hide_index=True)
     if check.dot:  # the page's whole width: readable on a projector (a half column drew ~5 px text)
         present.graphviz_chart(check.dot)
         st.caption(t("ch2.dag_caption", **diagram.colour_words(i18n.lang())))

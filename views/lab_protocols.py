@@ -142,10 +142,9 @@ def _bytes_tab() -> None:
         else:
             st.error(t("lab_protocols.different_result", protocols=", ".join(cmp_.disagreements)))
         rows = cmp_.to_dicts()
-        tables.show(
-            [
-                {
-                    t("lab_protocols.col_protocol"): protocol_label(r["protocol"]),
+        tables.show_compared(  # the protocols as columns: one column per measure ran off the page's side
+            {
+                protocol_label(r["protocol"]): {
                     t("lab_protocols.col_req_payload"): r["request_bytes"],
                     t("lab_protocols.col_resp_payload"): r["response_bytes"],
                     t("lab_protocols.col_wire_sent"): round(r["wire_sent_per_call"]),
@@ -155,7 +154,8 @@ def _bytes_tab() -> None:
                     t("lab_protocols.col_median_ms"): r["latency_ms_median"],
                 }
                 for r in rows
-            ],
+            },
+            t("lab_protocols.col_measure"),
             decimals={t("lab_protocols.col_median_ms"): 2},
         )
         fig = go.Figure()

@@ -163,6 +163,8 @@ def test_protocol_lab_page(server, monkeypatch, lang):
         lessons.t("lab_protocols.same_result", lang, model="ensemble_pipeline")
     ]
     assert at.get("plotly_chart") and at.dataframe
+    side = at.dataframe[0].value  # the protocols across, the measures down: no column runs off the side
+    assert list(side.columns)[0] == lessons.t("lab_protocols.col_measure", lang) and len(side.columns) == 4
     at.button(key="proto_stream_run").click().run()
     assert not at.exception and not at.error
     assert len(at.metric) >= 2
