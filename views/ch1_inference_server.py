@@ -73,6 +73,8 @@ def _model_details(
     )
     if tab_file.open:
         tab_file.code(entry.text, language="protobuf", line_numbers=True)
+        if any(line.lstrip().startswith("#") for line in entry.text.splitlines()):
+            tab_file.caption(t("repo.file_comments"))
     if tab_loaded.open:
         ep = server.endpoint()
         if ep is None or model_state is None or not model_state.ready:

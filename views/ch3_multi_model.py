@@ -64,6 +64,8 @@ def cascade() -> None:
     st.markdown(t("ch3.bls_note"))
     if entry is not None:
         st.code(entry.text, language="protobuf")
+        if any(line.lstrip().startswith("#") for line in entry.text.splitlines()):
+            st.caption(t("repo.file_comments"))
     st.markdown(f"**{t('ch3.compare_title')}**")
     ep = server.endpoint()
     options = {k: t(f"ch3.fine_{k}") for k in ("both", "ensemble_only", "bls_only", "neither")}
