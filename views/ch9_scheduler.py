@@ -235,6 +235,15 @@ def _queue_chart(b) -> None:
     times = [s.done_ms for s in b.sent if s.done_ms is not None]
     tol = max(0.5, (max(times) - min(times)) * 0.012) if times else 0.5
     shown = []
+    crowd = 1  # the most requests answered or refused together: the rows grow so that each keeps ~10 px
+    for outcome, _ in rows:
+        x = sorted(
+            s.done_ms for s in b.sent if s.done_ms is not None and scheduling.refusal_kind(s) == outcome
+        )
+        run = 1
+        for a, c in zip(x, x[1:], strict=False):
+            run = run + 1 if c - a <= tol else 1
+            crowd = max(crowd, run)
     for outcome, color in rows:
         done = [s for s in b.sent if s.done_ms is not None and scheduling.refusal_kind(s) == outcome]
         if not done:
@@ -254,7 +263,7 @@ def _queue_chart(b) -> None:
             )
         )
     fig.update_layout(
-        height=120 + 60 * max(1, len(shown)),
+        height=120 + max(60, min(220, round(12 * (crowd - 1) / 0.84))) * max(1, len(shown)),
         margin=dict(l=10, r=10, t=10, b=10),
         xaxis_title=t("ch9.q_axis"),
         yaxis=dict(
