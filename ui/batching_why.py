@@ -3,6 +3,7 @@ law, latency against offered load, and a live metrics panel. UI only; the number
 
 from __future__ import annotations
 
+import math
 import threading
 
 import plotly.graph_objects as go
@@ -183,11 +184,25 @@ def offered_load_section(
         if (points[-1].simulated["latency_ms"]["p50"] or 0) < 0.95 * ceiling:
             ceiling = None
         else:
-            fig.add_hline(
-                y=ceiling,
-                line=dict(color="#888", dash="dash", width=1),
-                annotation_text=t("why.load_ceiling", n=LOAD_SENDERS, ms=ceiling),
-                annotation_position="bottom left",
+            # a trace, not add_hline: on a log axis shapes and annotations take log10 of the value
+            fig.add_trace(
+                go.Scatter(
+                    x=[min(x), max(x)],
+                    y=[ceiling, ceiling],
+                    mode="lines",
+                    line=dict(color="#888", dash="dash", width=1),
+                    hoverinfo="skip",
+                    showlegend=False,
+                )
+            )
+            fig.add_annotation(
+                x=min(x),
+                y=math.log10(ceiling),
+                text=t("why.load_ceiling", n=LOAD_SENDERS, ms=ceiling),
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+                font=dict(size=11, color="#666"),
             )
     fig.update_layout(
         height=320,
