@@ -29,7 +29,8 @@ LOG_LINES = 40
 # insufficient for CUDA runtime version", "CudaDriverHelper has not been initialized", pinned memory, NVML.
 HARMLESS_WITHOUT_GPU = re.compile(
     r"CUDA driver version is insufficient|CudaDriverHelper has not been initialized"
-    r"|pinned memory pool will not be available|Failed to initialize NVML|NVML Shared Library Not Found",
+    r"|pinned memory pool will not be available|failed to allocate pinned system memory"
+    r"|Failed to initialize NVML|NVML Shared Library Not Found",
     re.IGNORECASE,
 )
 
