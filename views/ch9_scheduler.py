@@ -316,14 +316,21 @@ def _queue(ep) -> None:
     predict.reveal("ch9_q", options, result.outcome(), t("ch9.q_detail", mean=_fmt(b.mean_latency_ms())))
 
 
-def priorities() -> None:
-    batching_toy.queue_timeline("priority")
+def _real_demo_endpoint():
+    """The heading of a section's real demo, and the server to run it on (None: said there is none)."""
     ep = server.endpoint()
     st.markdown(f"**{t('ch9.real_title')}**")
     if ep is None:
         server.say_no_server()
-        return
+        return None
     _remote_note(ep)
+    return ep
+
+
+def priorities() -> None:
+    batching_toy.queue_timeline("priority")
+    if (ep := _real_demo_endpoint()) is None:
+        return
     _pause_note()
     _priority(ep)
     _refusal(ep, "priority")
@@ -332,12 +339,8 @@ def priorities() -> None:
 def queue_policy() -> None:
     batching_toy.queue_timeline("bounded")
     batching_toy.queue_timeline("timeout")
-    ep = server.endpoint()
-    st.markdown(f"**{t('ch9.real_title')}**")
-    if ep is None:
-        server.say_no_server()
+    if (ep := _real_demo_endpoint()) is None:
         return
-    _remote_note(ep)
     _queue(ep)
     _refusal(ep, "delay")
 

@@ -1,33 +1,5 @@
-"""Lessons as tests: the configs, quoted Triton messages and figures in lessons/<lang>/NN-*.md are checked
-against the app's own code, the real model repository and (where it takes one) the real server.
-
-Conventions a lesson follows (both languages, same fences in the same order):
-
-- Every fenced code block names its language in the info string (```` ```pbtxt ````, ```` ```python ````,
-  ```` ```text ```` ...). A second word marks the block's role; Streamlit highlights by the first word.
-- ```` ```pbtxt ````: a whole ``config.pbtxt``. It is checked as if it replaced the model named by its
-  ``name:`` in ``model_repository/``, by the ch2 editor's checker (``repository.check_ensemble_text``) and by
-  ``python -m triton_kitchen check`` (``triton_kitchen.cli.main.check_paths`` on a repository where only that file
-  differs). Both must find no error.
-- ```` ```pbtxt mistake ````: a config that is wrong on purpose. Both checkers must report an error, and the
-  lesson names it: the first italic quotation *"…"* after the block, in the same section, must be part of
-  the Triton wording the checker predicts for one of the errors.
-- ```` ```pbtxt fragment ````: a piece of a config (one field, one map line). It is skipped by the checkers
-  (it is not a whole config) but must still parse as a ``ModelConfig`` or as one ensemble ``step``.
-- *"…"* (italic, in double quotes) is Triton's own wording. Each must be a message Triton 2.51 gives: one
-  recorded in the Triton-verified corpus (tests/corpus/*/case.json; a quote may stop early), where the
-  placeholders E, M, X, x, m and the repository's model names (and tensor names with an underscore) stand
-  for any name; or the checker's wording for one of the lesson's mistake blocks.
-- ```` ```protobuf ````: a ``.proto`` message; its field names and numbers must be tritonclient's.
-
-Figures: every number a lesson states about bytes, ratios, characters per number, counts or times is
-recomputed here from the code that produces it (``requests_view`` builds the real HTTP body and gRPC
-message, ``repository``/``ensemble`` read the configs), or asked of the real server, or the lesson words
-it as measured on a page that measures it (the batching and protocol labs). Hypothetical numbers
-("if inference takes, say, 20 ms") are worded as such.
-
-The tests of this topic that need no server, app or browser: tests/unit/test_lesson_content.py.
-"""
+"""Lessons as tests, the part that asks the real server: the conventions a lesson follows and what is checked
+are in tests/unit/test_lesson_content.py's docstring, which holds the tests that need no server, app or browser."""
 
 from __future__ import annotations
 
