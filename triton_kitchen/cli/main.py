@@ -36,6 +36,7 @@ from triton_kitchen.core.ensemble import (
     validate_repository,
 )
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
+from triton_kitchen.core.versions import EMBEDDED, NEWEST, VersionError, checked_version
 from triton_kitchen.tools import server_stats
 from triton_kitchen.tools.bench import WireCount
 from triton_kitchen.tools.load import (
@@ -138,15 +139,17 @@ def _check_path(raw: str, config_name: str | None, options: CheckOptions) -> lis
         model_dir = p.parent.parent if p.parent.name == "configs" else p.parent
         if p.name == "config.pbtxt" or p.parent.name == "configs":
             repo = load_repository(
-                model_dir.parent, config_name or (p.stem if p.parent.name == "configs" else None)
+                model_dir.parent,
+                config_name or (p.stem if p.parent.name == "configs" else None),
+                version=options.version,
             )
             if model_dir.name in repo:
                 return validate_model(model_dir.name, repo, with_dependencies=True, options=options)
-        return validate_config_file(p)
+        return validate_config_file(p, options)
     if is_model_dir(p):
-        repo = load_repository(p.resolve().parent, config_name)
+        repo = load_repository(p.resolve().parent, config_name, version=options.version)
         return validate_model(p.resolve().name, repo, with_dependencies=True, options=options)
-    repo = load_repository(p, config_name)
+    repo = load_repository(p, config_name, version=options.version)
     out = []
     if not repo:
         out.append(
@@ -204,16 +207,29 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
         "NGC images): a backend is found only there or in the model's folder. Default: Triton 2.51's "
         "base image, where a backend that another NVIDIA image ships (tensorrtllm, vllm, ...) is a note",
     )
+    p.add_argument(
+        "--triton-version",
+        default=None,
+        metavar="X.Y",
+        help=f"check by the rules and schema of Triton X.Y (or NGC release YY.MM), {EMBEDDED} to {NEWEST}; "
+        f"default: the embedded server's, {EMBEDDED} (NGC {EMBEDDED.release})",
+    )
 
 
 def check_command(args: argparse.Namespace) -> int:
     if args.backend_directory is not None and not os.path.isdir(args.backend_directory):
         print(f"error: --backend-directory {args.backend_directory}: not a directory", file=sys.stderr)
         return 2
+    try:
+        version = checked_version(args.triton_version)
+    except VersionError as e:
+        print(f"error: --triton-version: {e}", file=sys.stderr)
+        return 2
     options = CheckOptions(
         autofill=not args.disable_auto_complete_config,
         gpus=args.gpus,
         backend_directory=args.backend_directory,
+        version=version,
     )
     problems = check_paths(args.paths, args.config_name, options)
     if args.json:
@@ -231,7 +247,7 @@ def check_command(args: argparse.Namespace) -> int:
             warnings = sum(1 for pr in problems if pr.severity == "warning")
             notes = sum(1 for pr in problems if pr.severity == "note")
             print(
-                f"OK: {', '.join(args.paths)}: no errors"
+                f"OK: {', '.join(args.paths)}: no errors for Triton {version}"
                 + (f", {warnings} warning(s)" if warnings else "")
                 + (f", {notes} note(s)" if notes else ""),
                 file=sys.stderr,

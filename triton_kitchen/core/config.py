@@ -27,7 +27,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kitchen.core.config_locations import Locations, locate
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.model_config_schema import model_config_class, newer_field_since
 from triton_kitchen.core.tensors import DTYPE_SIZES, dtype_name
+from triton_kitchen.core.versions import EMBEDDED, TritonVersion
 
 __all__ = [
     "DTYPE_SIZES",
@@ -117,11 +119,11 @@ def _only_blank_after(lines: list[str], line: int, column: int | None, token: st
     return all(not t.split("#", 1)[0].strip() for t in tail)
 
 
-def _message_fields(type_name: str) -> list[str]:
-    desc = mc.DESCRIPTOR.message_types_by_name.get(type_name.split(".")[-1])
+def _message_fields(type_name: str, schema=mc.DESCRIPTOR) -> list[str]:
+    desc = schema.message_types_by_name.get(type_name.split(".")[-1])
     if desc is None:
         # nested types: search the file
-        for top in mc.DESCRIPTOR.message_types_by_name.values():
+        for top in schema.message_types_by_name.values():
             stack = [top]
             while stack:
                 d = stack.pop()
@@ -170,11 +172,11 @@ def _suggest(word: str, choices: list[str]) -> str | None:
     return best[0] if best else None
 
 
-# fields of later Tritons' ModelConfig that 2.51's protobuf does not know (a did-you-mean would mislead)
-NEWER_FIELDS = {("inference.ModelConfig", "model_metrics")}
-
-
-def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: str | None) -> ConfigError:
+def _explain_parse_error(
+    err: text_format.ParseError, lines: list[str], path: str | None, version: TritonVersion = EMBEDDED
+) -> ConfigError:
+    """Protobuf's parse error in plain words; ``version`` is the Triton whose schema refused the text."""
+    schema = model_config_class(version).DESCRIPTOR.file
     raw = str(err)
     line, column = err.GetLine(), err.GetColumn()
     msg = re.sub(r"^\d+:\d+ : ", "", raw)
@@ -198,16 +200,26 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
         )
         token = m.group(0)
     elif (m := re.search(r'Message type "([\w.]+)" has no field named "([^"]+)"', msg)) and (
-        m.group(1),
-        m.group(2),
-    ) in NEWER_FIELDS:
-        code, params = "newer_field", {"field": m.group(2), "type": m.group(1)}
-        plain = f"'{m.group(2)}' is not in Triton 2.51's ModelConfig: it came in a later Triton; remove it for this server"
+        since := newer_field_since(m.group(1), m.group(2))
+    ):
+        # a field a later Triton's schema has (a did-you-mean would mislead): Triton's wording stays protobuf's
+        code = "newer_field"
+        params = {
+            "field": m.group(2),
+            "type": m.group(1),
+            "version": str(version),
+            "since": str(since),
+            "release": since.release,
+        }
+        plain = (
+            f"'{m.group(2)}' is not in Triton {version}'s {m.group(1).split('.')[-1]}: Triton parses it from "
+            f"{since} (NGC {since.release}); remove it for this server"
+        )
         token = m.group(2)
     elif m := re.search(r'Message type "([\w.]+)" has no field named "([^"]+)"', msg):
         typ, name = m.group(1), m.group(2)
         code, params = "unknown_field", {"field": name, "type": typ}
-        hint = _suggest(name, _message_fields(typ))
+        hint = _suggest(name, _message_fields(typ, schema))
         params["suggestion"] = hint
         plain = f'unknown field "{name}" in {typ.split(".")[-1]}' + (
             f' (did you mean "{hint}"?)' if hint else ""
@@ -215,10 +227,10 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
         token = name
     elif m := re.search(r'Enum type "([\w.]+)" has no value named (\S+?)\.?$', msg):
         typ, name = m.group(1), m.group(2)
-        enum = mc.DESCRIPTOR.enum_types_by_name.get(typ.split(".")[-1])
+        enum = schema.enum_types_by_name.get(typ.split(".")[-1])
         choices = [v.name for v in enum.values] if enum else []
         if not choices:
-            for top in mc.DESCRIPTOR.message_types_by_name.values():
+            for top in schema.message_types_by_name.values():
                 for e in top.enum_types:
                     if e.full_name == typ:
                         choices = [v.name for v in e.values]
@@ -271,8 +283,11 @@ def _explain_parse_error(err: text_format.ParseError, lines: list[str], path: st
     )
 
 
-def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> ModelConfig:
-    """Parse config.pbtxt text into ``inference.ModelConfig``; raise :class:`ConfigError`."""
+def parse_config(
+    text: str | bytes, path: str | os.PathLike | None = None, version: TritonVersion | None = None
+) -> ModelConfig:
+    """Parse config.pbtxt text into ``inference.ModelConfig`` as Triton ``version`` parses it (None: the
+    embedded 2.51, tritonclient's own class); raise :class:`ConfigError`."""
     spath = str(path) if path is not None else None
     if isinstance(text, bytes):
         try:
@@ -286,11 +301,11 @@ def parse_config(text: str | bytes, path: str | os.PathLike | None = None) -> Mo
                 code="unreadable",
                 params={"reason": "encoding"},
             ) from None
-    cfg = ModelConfig()
+    cfg = model_config_class(version)()
     try:
         text_format.Parse(text, cfg)
     except text_format.ParseError as e:
-        raise _explain_parse_error(e, text.split("\n"), spath) from None
+        raise _explain_parse_error(e, text.split("\n"), spath, version or EMBEDDED) from None
     except (ValueError, TypeError, RecursionError, OverflowError) as e:  # anything else protobuf may throw
         raise ConfigError(
             f"cannot read config: {e}", path=spath, code="syntax", params={"detail": str(e)}, detail=str(e)
@@ -408,11 +423,15 @@ def is_model_dir(path: str | os.PathLike) -> bool:
 
 
 def read_model_dir(
-    path: str | os.PathLike, config_name: str | None = None, max_bytes: int | None = None
+    path: str | os.PathLike,
+    config_name: str | None = None,
+    max_bytes: int | None = None,
+    version: TritonVersion | None = None,
 ) -> ModelEntry:
     """Read one model directory (config + version folders); parse errors are kept, not raised.
 
-    ``max_bytes`` refuses a bigger config file (error ``too_large``) without reading it.
+    ``max_bytes`` refuses a bigger config file (error ``too_large``) without reading it; ``version``: the
+    Triton whose schema parses it (None: the embedded 2.51).
     """
     p = Path(path)
     cfg_path = p / "config.pbtxt"
@@ -456,11 +475,13 @@ def read_model_dir(
     except OSError as e:
         entry.error = ConfigError(f"cannot read: {e.strerror or e}", path=str(cfg_path), code="unreadable")
         return entry
-    _parse_into(entry, data)
+    _parse_into(entry, data, version)
     return entry
 
 
-def read_config_file(data: bytes, path: str | os.PathLike, max_bytes: int | None = None) -> ModelEntry:
+def read_config_file(
+    data: bytes, path: str | os.PathLike, max_bytes: int | None = None, version: TritonVersion | None = None
+) -> ModelEntry:
     """A config file on its own (an upload, a file outside any model directory), parsed only.
 
     The entry is ``standalone``; its name is the config's ``name``, else the file name without suffix.
@@ -470,16 +491,16 @@ def read_config_file(data: bytes, path: str | os.PathLike, max_bytes: int | None
     if max_bytes is not None and len(data) > max_bytes:
         entry.error = _too_large(p, max_bytes)
         return entry
-    _parse_into(entry, data)
+    _parse_into(entry, data, version)
     if entry.config is not None and entry.config.name:
         entry.name = entry.config.name
     return entry
 
 
-def _parse_into(entry: ModelEntry, data: bytes) -> None:
+def _parse_into(entry: ModelEntry, data: bytes, version: TritonVersion | None = None) -> None:
     entry.text = data.decode("utf-8", errors="replace")
     try:
-        entry.config = parse_config(data, entry.config_path)
+        entry.config = parse_config(data, entry.config_path, version)
     except ConfigError as e:
         entry.error = e
 
@@ -491,12 +512,15 @@ def _too_large(path: Path, max_bytes: int) -> ConfigError:
 
 
 def load_repository(
-    path: str | os.PathLike, config_name: str | None = None, max_bytes: int | None = None
+    path: str | os.PathLike,
+    config_name: str | None = None,
+    max_bytes: int | None = None,
+    version: TritonVersion | None = None,
 ) -> dict[str, ModelEntry]:
     """All model directories of a repository, keyed by directory name (hidden ones skipped).
 
     ``config_name`` picks ``configs/<name>.pbtxt`` where a model has one, like Triton's
-    ``--model-config-name``; ``max_bytes`` as in :func:`read_model_dir`.
+    ``--model-config-name``; ``max_bytes`` and ``version`` as in :func:`read_model_dir`.
     """
     root = Path(path)
     repo: dict[str, ModelEntry] = {}
@@ -517,5 +541,5 @@ def load_repository(
                 code="unreadable",
             ) from None
         if child.is_dir() and not child.name.startswith("."):
-            repo[child.name] = read_model_dir(child.path, config_name, max_bytes)
+            repo[child.name] = read_model_dir(child.path, config_name, max_bytes, version)
     return repo

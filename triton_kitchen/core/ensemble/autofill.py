@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from triton_kitchen.core.config import ENSEMBLE_PLATFORM, ModelEntry
+from triton_kitchen.core.versions import EMBEDDED, TritonVersion
 
+AOTI = "model.pt2"
+# PyTorch's AOTInductor models: platform torch_aoti or a model.pt2 file, served by the pytorch backend (core
+# r26.03 src/model_config_utils.cc, 'Add Support for Torch AOTI', core #477)
+TORCH_AOTI_SINCE = TritonVersion(2, 67)
+# core #484 ('Fix PyTorch Default Initialization', r26.04): a model found by its model.pt / model.pt2 gets the
+# platform pytorch_libtorch / torch_aoti and no default_model_filename; platform "libtorch" names the pytorch
+# backend too; model.pt is filled in only when no platform was known
+PYTORCH_DEFAULTS_SINCE = TritonVersion(2, 68)
 SAVEDMODEL, GRAPHDEF, PLAN, ONNX, OPENVINO, LIBTORCH, PYTHON = (
     "model.savedmodel",
     "model.graphdef",
@@ -84,8 +93,9 @@ def _subdirs(path: Path) -> list[str]:
         return []
 
 
-def complete(entry: ModelEntry) -> Completed:
-    """AutoCompleteBackendFields for ``entry`` (a model folder; a standalone config gets no file lookups)."""
+def complete(entry: ModelEntry, version: TritonVersion = EMBEDDED) -> Completed:
+    """AutoCompleteBackendFields of Triton ``version`` for ``entry`` (a model folder; a standalone config gets
+    no file lookups)."""
     cfg = entry.config
     name = cfg.name if cfg is not None and cfg.name else entry.name
     platform = cfg.platform if cfg is not None else ""
@@ -123,6 +133,8 @@ def complete(entry: ModelEntry) -> Completed:
         )
         return done
     # TensorRT, ONNX Runtime, OpenVINO, PyTorch, Python: each from platform, file name or folder content
+    if version >= TORCH_AOTI_SINCE and _pytorch(done, vpath, has_file, version):
+        return done
     for be, plat, fname, is_file in (
         ("tensorrt", "tensorrt_plan", PLAN, True),
         ("onnxruntime", "onnxruntime_onnx", ONNX, None),
@@ -152,6 +164,37 @@ def complete(entry: ModelEntry) -> Completed:
             done.backend = entry.name.split(".", 1)[1]
             done.default_model_filename = f"model.{done.backend}"
     return done
+
+
+def _pytorch(done: Completed, vpath: Path | None, has_file, version: TritonVersion) -> bool:
+    """The PyTorch part of AutoCompleteBackendFields from 2.67 on (LibTorch and AOTInductor); True when it
+    settled the backend (the fields are filled into ``done``)."""
+    libtorch = (
+        ("pytorch_libtorch", "libtorch") if version >= PYTORCH_DEFAULTS_SINCE else ("pytorch_libtorch",)
+    )
+    if not done.backend:
+        if done.platform in libtorch or done.default_model_filename == LIBTORCH:
+            done.backend = "pytorch"
+        elif done.platform == "torch_aoti" or done.default_model_filename == AOTI:
+            done.backend = "pytorch"
+        elif not done.platform and not done.default_model_filename and vpath is not None:
+            for fname, plat in ((LIBTORCH, "pytorch_libtorch"), (AOTI, "torch_aoti")):
+                if has_file(fname):
+                    done.backend = "pytorch"
+                    if version >= PYTORCH_DEFAULTS_SINCE:
+                        done.platform = plat
+                    break
+    if done.backend != "pytorch":
+        return False
+    if version < PYTORCH_DEFAULTS_SINCE:  # 2.67: as 2.51, whatever the file
+        done.platform = done.platform or "pytorch_libtorch"
+        done.default_model_filename = done.default_model_filename or LIBTORCH
+    elif not done.platform:
+        done.platform = "pytorch_libtorch"
+        done.default_model_filename = done.default_model_filename or LIBTORCH
+    elif done.platform == "torch_aoti":
+        done.default_model_filename = done.default_model_filename or AOTI
+    return True
 
 
 def fills_from_model_file(entry: ModelEntry, done: Completed) -> bool:

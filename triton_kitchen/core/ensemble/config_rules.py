@@ -15,6 +15,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kitchen.core.config import ModelEntry
 from triton_kitchen.core.ensemble.problems import Collector, dims_str, msg
+from triton_kitchen.core.versions import TritonVersion
 
 WILDCARD = -1
 MIN_COMPUTE_CAPABILITY = "6.000000"  # Triton's default, as std::to_string prints it
@@ -225,6 +226,54 @@ def check_decoupled_cache(e: ModelEntry, c: Collector, name: str) -> bool:
             ),
         )
         return False
+    return True
+
+
+# -- model_metrics (Triton 2.52 on) -------------------------------------------------------------------------
+# The first version that parses and checks ``model_metrics``: ValidateModelMetrics came with the field (core
+# r24.11 src/model_config_utils.cc, 'Per-model customization of histogram metric buckets', core #405).
+MODEL_METRICS_SINCE = TritonVersion(2, 52)
+# the histogram families a model's metric_control may set (core r24.11 .. r26.06 src/metric_model_reporter.h
+# metric_map_): any other family is a warning when the model loads
+CUSTOMIZABLE_METRIC_FAMILIES = frozenset({"nv_inference_first_response_histogram_ms"})
+
+
+def check_model_metrics(e: ModelEntry, c: Collector, version: TritonVersion) -> bool:
+    """ValidateModelMetrics (the poll, in ValidateModelConfig's last step), then MetricModelReporter's warning
+    on a family Triton core cannot customise (the load)."""
+    cfg = e.config
+    if version < MODEL_METRICS_SINCE or "model_metrics" not in cfg.DESCRIPTOR.fields_by_name:
+        return True
+    if not cfg.HasField("model_metrics"):
+        return True
+    for i, control in enumerate(cfg.model_metrics.metric_control):
+        where = partial(e.line, "model_metrics", 0, "metric_control", i)
+        problem = None
+        if not control.HasField("metric_identifier"):
+            problem = ("metrics_no_identifier", "metric control must specify 'metric_identifier'")
+        elif not control.metric_identifier.family:
+            problem = ("metrics_no_family", "metric identifier must specify non-empty 'family'")
+        elif not control.HasField("histogram_options"):
+            problem = ("metrics_no_histogram", "metric control must specify 'histogram_options'")
+        elif not len(control.histogram_options.buckets):
+            problem = ("metrics_no_buckets", "histogram options must specify non-empty 'buckets'")
+        if problem:
+            c.error(problem[0], msg(problem[0], n=i + 1), line=where, triton=problem[1])
+            return False
+    for i, control in enumerate(cfg.model_metrics.metric_control):
+        family = control.metric_identifier.family
+        if family not in CUSTOMIZABLE_METRIC_FAMILIES:
+            c.warning(
+                "metrics_family_not_customizable",
+                msg(
+                    "metrics_family_not_customizable",
+                    family=family,
+                    known=sorted(CUSTOMIZABLE_METRIC_FAMILIES),
+                ),
+                line=partial(e.line, "model_metrics", 0, "metric_control", i),
+                triton=f"Metric family '{family}' in 'metric_identifier' is not a customizable metric in Triton core.",
+                family=family,
+            )
     return True
 
 

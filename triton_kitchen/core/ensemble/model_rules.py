@@ -15,6 +15,8 @@ from triton_kitchen.core.config import ENSEMBLE_PLATFORM, ConfigError, ModelEntr
 from triton_kitchen.core.ensemble import autofill, config_rules
 from triton_kitchen.core.ensemble.data_flow import check_data_flow
 from triton_kitchen.core.ensemble.problems import (
+    DEFAULT_OPTIONS,
+    CheckOptions,
     Collector,
     Problem,
     Repo,
@@ -48,7 +50,7 @@ BACKEND_FILES = {
 }
 
 
-def validate_config_file(path: str | os.PathLike) -> list[Problem]:
+def validate_config_file(path: str | os.PathLike, options: CheckOptions | None = None) -> list[Problem]:
     """A config file on its own (no model directory, no repository): the rules that need neither."""
     from triton_kitchen.core.config import parse_config
     from triton_kitchen.core.config_locations import locate
@@ -60,7 +62,7 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
         message = msg("unreadable_file", reason=e.strerror or str(e))
         return [Problem("error", "unreadable", message.render("en"), {}, 1, None, None, str(p), message)]
     try:
-        cfg = parse_config(data, p)
+        cfg = parse_config(data, p, options.version if options else None)
     except ConfigError as e:
         return [
             Problem(
@@ -85,7 +87,7 @@ def validate_config_file(path: str | os.PathLike) -> list[Problem]:
         locations=locate(text),
         standalone=True,
     )
-    c = Collector(entry)
+    c = Collector(entry, options or DEFAULT_OPTIONS)
     check_model(entry, c)
     if cfg.HasField("ensemble_scheduling"):
         c.warning("no_repository", msg("no_repository"), line=entry.line("ensemble_scheduling", 0, default=1))
@@ -110,7 +112,7 @@ def check_model(e: ModelEntry, c: Collector, repo: Repo | None = None) -> None:
         return
     cfg = e.config
     is_ens = cfg.platform == ENSEMBLE_PLATFORM
-    done = autofill.complete(e)
+    done = autofill.complete(e, c.options.version)
     name = done.name
 
     # -- poll: what Triton fills in, then ValidateModelConfig
@@ -171,6 +173,8 @@ def check_model(e: ModelEntry, c: Collector, repo: Repo | None = None) -> None:
         )
         return
     if not config_rules.check_decoupled_cache(e, c, name):
+        return
+    if not config_rules.check_model_metrics(e, c, opts.version):
         return
     # inputs and outputs: at the poll when auto-complete is off, else when the model loads (a backend may
     # complete them from the model file first).  An ensemble's own are compared with its steps' instead.
@@ -246,7 +250,7 @@ def _invalid_name(e: ModelEntry, c: Collector) -> None:
 def _check_missing_config(e: ModelEntry, c: Collector) -> None:
     """No config.pbtxt: with auto-complete on, Triton fills one in from the model file where the backend can
     (reported on the folder itself, line 0)."""
-    done = autofill.complete(e)
+    done = autofill.complete(e, c.options.version)
     if done.invalid_name:
         _invalid_name(e, c)
         return

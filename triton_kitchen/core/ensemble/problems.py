@@ -12,6 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from triton_kitchen.core.config import ConfigError, ModelEntry, load_repository
+from triton_kitchen.core.versions import EMBEDDED, TritonVersion
 
 Repo = dict[str, ModelEntry]
 
@@ -94,7 +95,14 @@ def config_error_msg(err: ConfigError) -> Msg:
     elif err.code == "template_placeholder":
         message = msg("template_placeholder", placeholder=p.get("placeholder"))
     elif err.code == "newer_field":
-        message = msg("newer_field", field=p.get("field"))
+        message = msg(
+            "newer_field",
+            field=p.get("field"),
+            version=p.get("version"),
+            message=short(p.get("type")),
+            since=p.get("since"),
+            release=p.get("release"),
+        )
     if message is None or message.render("en") != err.message:
         message = msg("cfg_syntax" if err.code == "syntax" else "cfg_other", text=err.message)
     return message
@@ -145,12 +153,14 @@ class CheckOptions:
     ``autofill``: Triton's auto-complete (off with ``--disable-auto-complete-config``); ``gpus``: how many
     GPUs it has (None: unknown, so GPU ids are only checked for what is wrong everywhere); ``backends``:
     backends it has beyond Triton 2.51's container's; ``backend_directory``: its ``--backend-directory``
-    (None: unknown, so a backend that another NVIDIA image ships is a note, not an error)."""
+    (None: unknown, so a backend that another NVIDIA image ships is a note, not an error); ``version``: the
+    Triton version whose rules apply (its schema, and the rules that came or changed after 2.51)."""
 
     autofill: bool = True
     gpus: int | None = None
     backends: frozenset[str] = frozenset()
     backend_directory: str | None = None
+    version: TritonVersion = EMBEDDED
 
 
 DEFAULT_OPTIONS = CheckOptions()
@@ -190,10 +200,10 @@ class Collector:
         return self.add("note", code, message, line, triton, **params)
 
 
-def as_repo(repo: Repo | str | os.PathLike) -> Repo:
+def as_repo(repo: Repo | str | os.PathLike, version: TritonVersion | None = None) -> Repo:
     if isinstance(repo, dict):
         return repo
-    return load_repository(repo)
+    return load_repository(repo, version=version)
 
 
 def dims_str(dims) -> str:

@@ -42,7 +42,7 @@ def validate_repository(
     path: str | os.PathLike | Repo, config_name: str | None = None, options: CheckOptions = DEFAULT_OPTIONS
 ) -> list[Problem]:
     """Problems of every model of a repository (each model once)."""
-    repo = path if isinstance(path, dict) else load_repository(path, config_name)
+    repo = path if isinstance(path, dict) else load_repository(path, config_name, version=options.version)
     cache: dict = {"options": options}
     out: list[Problem] = []
     for name in repo:
@@ -60,7 +60,7 @@ def validate_model(
 
     With ``with_dependencies`` the step models' own problems (recursively) follow.
     """
-    repo = as_repo(repo)
+    repo = as_repo(repo, options.version)
     cache: dict = {"options": options}
     out = list(_validate(name, repo, cache, ()))
     if with_dependencies:
