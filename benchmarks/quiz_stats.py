@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 LANGS = ("zh", "en")
-CHAPTERS = tuple(range(1, 11))
+CHAPTERS = tuple(range(1, 12))
 RANKS = ("longest", "2nd", "3rd", "shortest")
 FALLBACK_TEMPLATES = ("诱人之处在于", "所以很诱人", "所以容易这么想", "Tempting because")
 

@@ -31,6 +31,7 @@ CHAPTERS = [
     PageSpec("views/ch8_mistakes.py", "ch8", "page.ch8", "🎯"),
     PageSpec("views/ch9_scheduler.py", "ch9", "page.ch9", "🚦"),
     PageSpec("views/ch10_operations.py", "ch10", "page.ch10", "🛎️"),
+    PageSpec("views/ch11_generation.py", "ch11", "page.ch11", "✍️"),
 ]
 LABS = [
     PageSpec("views/lab_protocols.py", "lab-protocols", "page.lab_protocols", "📊"),

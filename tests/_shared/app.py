@@ -16,5 +16,6 @@ CHAPTER_PAGES = [
     "views/ch8_mistakes.py",
     "views/ch9_scheduler.py",
     "views/ch10_operations.py",
+    "views/ch11_generation.py",
 ]
 TIMEOUT = 60

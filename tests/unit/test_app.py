@@ -161,6 +161,7 @@ def test_page_table_is_the_apps():
         "ch8",
         "ch9",
         "ch10",
+        "ch11",
         "lab-protocols",
         "lab-batching",
         "lab-flow",

@@ -31,7 +31,7 @@ from triton_kitchen.core import cjk
 LANGS = ("zh", "en")
 DEFAULT_LANG = "zh"
 CJK_LANGS = ("zh",)  # their lessons, quizzes and UI strings go through cjk.normalize when loaded
-CHAPTERS = tuple(range(1, 11))
+CHAPTERS = tuple(range(1, 12))
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 
 FRONT_MATTER_KEYS = ("title", "chapter", "summary", "live")
