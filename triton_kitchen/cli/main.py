@@ -37,7 +37,7 @@ from triton_kitchen.core.ensemble import (
 )
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
 from triton_kitchen.core.versions import EMBEDDED, NEWEST, VersionError, checked_version
-from triton_kitchen.tools import server_stats
+from triton_kitchen.tools import generation, server_stats
 from triton_kitchen.tools.bench import WireCount
 from triton_kitchen.tools.load import (
     DISTRIBUTIONS,
@@ -372,7 +372,62 @@ _FLAG_ERRORS = {
 }
 
 
+def _bench_streaming(args: argparse.Namespace) -> int:
+    """``bench --streaming``: closed-loop clients streaming generations over HTTP ``generate_stream`` (or gRPC
+    ``ModelStreamInfer`` with ``--protocol grpc``); time to first token, inter-token latency, tokens/s."""
+    if args.protocol not in (None, "grpc", "http-json", "http-binary"):
+        print("error: --streaming goes over HTTP generate_stream or --protocol grpc", file=sys.stderr)
+        return 2
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY or args.requests < 1 or args.max_tokens < 0:
+        print(
+            f"error: --concurrency 1..{MAX_CONCURRENCY}, --requests >= 1, --max-tokens >= 0", file=sys.stderr
+        )
+        return 2
+    protocol = generation.GRPC if args.protocol == "grpc" else generation.HTTP
+    server = None
+    if args.url:
+        url = host_port(args.url)
+        endpoint = Endpoint(http_url=url, grpc_url=url)
+    else:
+        server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
+        try:
+            endpoint = server.start(timeout=180)
+        except ServerStartError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    jobs = [generation.Job(args.prompt, args.max_tokens) for _ in range(args.requests)]
+    try:
+        result = generation.closed_loop(endpoint, args.model, jobs, args.concurrency, protocol, args.timeout)
+    finally:
+        if server is not None:
+            server.stop()
+    summary = generation.summarize(result)
+    api = "ModelStreamInfer" if protocol == generation.GRPC else "generate_stream"
+    errors = [r.error for r in result.runs if r.error]
+    if args.json:
+        print(json.dumps({"model": args.model, "api": api, "clients": args.concurrency, **summary}))
+    else:
+        ms = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+        print(f"{args.model} over {api}: {summary['requests']} generations, {args.concurrency} client(s)")
+        print(
+            f"  time to first token  p50 {ms(summary['ttft_ms']['p50'])} ms  p99 {ms(summary['ttft_ms']['p99'])} ms"
+        )
+        print(
+            f"  inter-token latency  p50 {ms(summary['itl_ms']['p50'])} ms  p99 {ms(summary['itl_ms']['p99'])} ms"
+        )
+        rate = summary["tokens_per_s"]
+        print(f"  {summary['tokens']} tokens in {summary['wall_s']:.2f} s = {ms(rate)} tokens/s")
+    if errors:
+        print(f"{len(errors)} generation(s) failed; the first: {errors[0]}", file=sys.stderr)
+    return 1 if len(errors) == len(result.runs) else 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.streaming:
+        return _bench_streaming(args)
+    if args.protocol is None:
+        print("error: --protocol is required (or --streaming for a model that generates)", file=sys.stderr)
+        return 2
     try:  # the load is checked here, once, before a server is started or reached
         spec = LoadSpec(
             args.model,
@@ -527,7 +582,22 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
         "request counted in a separate untimed pass (never while timing).",
     )
     p.add_argument("--model", required=True)
-    p.add_argument("--protocol", required=True, choices=BENCH_PROTOCOLS)
+    p.add_argument(
+        "--protocol",
+        choices=BENCH_PROTOCOLS,
+        help="required without --streaming; with it, grpc streams over ModelStreamInfer and the default is "
+        "HTTP generate_stream",
+    )
+    p.add_argument(
+        "--streaming",
+        action="store_true",
+        help="a model that streams tokens: time to first token, inter-token latency (p50, p99), tokens/s",
+    )
+    p.add_argument("--prompt", default="Triton Inference Server", help="with --streaming: the prompt")
+    p.add_argument("--max-tokens", type=int, default=32, help="with --streaming (default: %(default)s)")
+    p.add_argument(
+        "--requests", type=int, default=16, help="with --streaming: generations (default: %(default)s)"
+    )
     p.add_argument("--concurrency", type=int, default=1, help=f"1..{MAX_CONCURRENCY} (default: %(default)s)")
     p.add_argument(
         "--duration",

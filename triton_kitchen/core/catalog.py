@@ -35,6 +35,9 @@ CASCADE_BLS = "cascade_bls"
 SECOND_OPINION = "second_opinion"
 # chapters 5 and 6: a decoupled model that streams tokens
 STREAMER = "streamer"
+# the LLM lab: the course's tiny language model under request-level and under in-flight batching
+TINY_LM = "tiny_lm"
+TINY_LM_IFB = "tiny_lm_ifb"
 
 # the order the course meets them; a model the course does not know comes after, by name
 COURSE_ORDER = (
@@ -52,6 +55,8 @@ COURSE_ORDER = (
     CASCADE_BLS,
     SECOND_OPINION,
     STREAMER,
+    TINY_LM,
+    TINY_LM_IFB,
 )
 
 
