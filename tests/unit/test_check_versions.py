@@ -202,3 +202,23 @@ def test_check_triton_version_on_the_command_line(tmp_path, capsys):
     capsys.readouterr()
     assert run_check([str(folder), "--triton-version", "2.50"]) == 2
     assert "2.51 to 2.72" in capsys.readouterr().err
+
+
+def test_the_tensorflow_backend_is_not_in_the_containers_from_2_56(tmp_path):
+    """server r25.03 build.py (server #8113): TensorFlow is no longer built into the containers."""
+    folder = tmp_path / "tf"
+    (folder / "1" / "model.savedmodel").mkdir(parents=True)
+    (folder / "config.pbtxt").write_text(
+        'platform: "tensorflow_savedmodel"\nmax_batch_size: 0\n'
+        'input [{ name: "I" data_type: TYPE_FP32 dims: [1] }]\noutput [{ name: "O" data_type: TYPE_FP32 dims: [1] }]\n'
+    )
+    for version, refused in (("2.51", False), ("2.55", False), ("2.56", True), ("2.72", True)):
+        errors = [
+            p for p in check_paths([str(folder)], options=CheckOptions(version=V(version))) if p.is_error
+        ]
+        assert bool(errors) == refused, (version, errors)
+        if refused:
+            assert errors[0].code == "unknown_backend" and f"Triton {version} ships" in errors[0].message
+            assert errors[0].triton_message.startswith(
+                "unable to find backend library for backend 'tensorflow'"
+            )

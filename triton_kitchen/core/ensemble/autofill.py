@@ -64,6 +64,18 @@ CONTAINER_BACKENDS = frozenset(
     }
 )
 
+# The TensorFlow backend left the containers in 25.03 (2.56): server r25.03 build.py no longer builds it
+# ('merge kmcgill-remove-tf', server #8113), and its QA suite's TRIALS drop the two TensorFlow platforms
+TENSORFLOW_GONE_SINCE = TritonVersion(2, 56)
+
+
+def container_backends(version: TritonVersion = EMBEDDED) -> frozenset[str]:
+    """The backends of Triton ``version``'s base container (2.51's list, less TensorFlow from 2.56)."""
+    if version >= TENSORFLOW_GONE_SINCE:
+        return CONTAINER_BACKENDS - {"tensorflow"}
+    return CONTAINER_BACKENDS
+
+
 # Backends that a repository written for another NVIDIA image uses and the base image
 # (nvcr.io/nvidia/tritonserver:<yy.mm>-py3) does not ship: backend -> where it ships. The image names are
 # those of the server's docs/introduction/compatibility.md (the -trtllm- and -vllm- containers, from 24.04

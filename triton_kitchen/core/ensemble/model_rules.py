@@ -27,6 +27,7 @@ from triton_kitchen.core.ensemble.problems import (
     step_path,
     step_ref,
 )
+from triton_kitchen.core.versions import EMBEDDED
 
 KNOWN_PLATFORMS = {
     "tensorrt_plan": "tensorrt",
@@ -275,7 +276,9 @@ def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str,
     if opts.backend_directory is not None:  # the server's own folder: only what is in it
         known = set(opts.backends) | set(_subdirs(opts.backend_directory))
     else:
-        known = set(autofill.CONTAINER_BACKENDS) | set(opts.backends) | _local_backends()
+        # the embedded server's own backends count for its version only
+        local = _local_backends() if opts.version == EMBEDDED else frozenset()
+        known = set(autofill.container_backends(opts.version)) | set(opts.backends) | local
     if runtime and autofill.escapes(runtime):
         c.error(
             "runtime_escapes",
@@ -314,7 +317,7 @@ def _check_backend_library(e: ModelEntry, c: Collector, name: str, backend: str,
     else:
         c.error(
             "unknown_backend",
-            msg("unknown_backend", backend=backend, known=sorted(known))
+            msg("unknown_backend", backend=backend, known=sorted(known), version=str(opts.version))
             if opts.backend_directory is None
             else msg("unknown_backend_dir", backend=backend, dir=opts.backend_directory),
             line=e.line("backend", 0, default=e.line("name", 0, default=1)),
