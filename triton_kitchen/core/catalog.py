@@ -39,6 +39,12 @@ STREAMER = "streamer"
 TINY_LM = "tiny_lm"
 TINY_LM_IFB = "tiny_lm_ifb"
 
+# drill_repository/: models the app's own server never loads; chapters 7 and 10 start a small server of their own
+# on it for one run (to cancel requests to a slow model, to kill a stub), so the class's models are never touched
+DRILL_REPOSITORY = DEFAULT_REPOSITORY.parent / "drill_repository"
+SLOW_DRILL = "slow_drill"  # sleeps MS ms per request and answers with its stub's pid
+BROKEN_DRILL = "broken_drill"  # its initialize() raises: a model that fails to load, on purpose
+
 # the order the course meets them; a model the course does not know comes after, by name
 COURSE_ORDER = (
     IMAGE_CLASSIFIER,
