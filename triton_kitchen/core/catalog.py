@@ -35,6 +35,11 @@ CASCADE_BLS = "cascade_bls"
 SECOND_OPINION = "second_opinion"
 # chapters 5 and 6: a decoupled model that streams tokens
 STREAMER = "streamer"
+# chapter 9's shapes drill (rows of any length; ragged; one model per bucket), chapter 3's Python backend inside
+SHAPES_DRILL = "shapes_drill"
+SHAPES_RAGGED = "shapes_ragged"
+SHAPES_BUCKET_SHORT = "shapes_bucket_short"
+SHAPES_BUCKET_LONG = "shapes_bucket_long"
 # the LLM lab: the course's tiny language model under request-level and under in-flight batching
 TINY_LM = "tiny_lm"
 TINY_LM_IFB = "tiny_lm_ifb"
@@ -63,6 +68,10 @@ COURSE_ORDER = (
     STREAMER,
     TINY_LM,
     TINY_LM_IFB,
+    SHAPES_DRILL,
+    SHAPES_RAGGED,
+    SHAPES_BUCKET_SHORT,
+    SHAPES_BUCKET_LONG,
 )
 
 
