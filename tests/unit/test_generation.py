@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from triton_kitchen.models.tiny_lm.serving import (
     find_stop,
     held_back,
     read_ask,
+    response_json,
     response_record,
     step_record,
 )
@@ -101,6 +104,7 @@ def test_records_name_every_sequence_and_the_request():
     assert rec["batch"][0]["kv_bytes"] == a.cache.nbytes > 0 and rec["batch"][1]["phase"] == "idle"
     out = response_record(a, rec, final=True, max_sequences=8)
     assert out["finish_reason"] == "length" and out["steps"] == [rec] and out["completion_tokens"] == 1
+    assert json.loads(response_json(a, json.dumps(rec), True, 8)) == out
 
 
 def test_generate_body_inputs_and_parameters():

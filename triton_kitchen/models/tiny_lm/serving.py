@@ -269,6 +269,15 @@ def response_record(
     return out
 
 
+def response_json(
+    seq: Sequence, step_json: str, final: bool, max_sequences: int, weights: str = "trained"
+) -> str:
+    """:func:`response_record` as JSON text, the step's record spliced in already serialized (a step's record
+    is the same in every response of that step: it is serialized once per step, not once per sequence)."""
+    head = json.dumps(response_record(seq, {}, final, max_sequences, weights))
+    return head.replace('"steps": []', '"steps": [' + step_json + "]", 1) if step_json else head
+
+
 def _now() -> tuple[int, int]:
     return time.time_ns(), time.monotonic_ns()
 
@@ -298,7 +307,7 @@ class TritonPythonModel:
         self.sequences: dict = {}  # in-flight: correlation id -> Sequence
         self.step = 0
         self.execution = 0
-        self.history: list[dict] = []  # sequences freed since the last step that sent a record
+        self._step_json: tuple = (None, "")  # (the step record, its JSON): serialized once per step
 
     # -- Triton plumbing ---------------------------------------------------------------------------------
     def _get(self, request):
@@ -339,10 +348,12 @@ class TritonPythonModel:
         return bool(seq.request.is_cancelled())
 
     def _send(self, seq: Sequence, text: str, record: dict, final: bool) -> None:
-        info = response_record(seq, record, final, self.max_sequences, self.weights)
+        if self._step_json[0] is not record:
+            self._step_json = (record, json.dumps(record))
+        info = response_json(seq, self._step_json[1], final, self.max_sequences, self.weights)
         outputs = [
             self.pb.Tensor("text_output", np.array([[text.encode("utf-8")]], dtype=object)),
-            self.pb.Tensor("iteration", np.array([[json.dumps(info).encode("utf-8")]], dtype=object)),
+            self.pb.Tensor("iteration", np.array([[info.encode("utf-8")]], dtype=object)),
         ]
         flags = self.pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0
         seq.sender.send(self.pb.InferenceResponse(output_tensors=outputs), flags=flags)
