@@ -7,9 +7,9 @@ import streamlit as st
 from triton_kitchen.core import catalog
 from triton_kitchen.core.classify import ClassifyError
 from triton_kitchen.core.config import ModelEntry
-from triton_kitchen.labs import experiments
+from triton_kitchen.labs import experiments, shapes
 from triton_kitchen.tools import repository
-from ui import errors, i18n, predict, present, server
+from ui import errors, i18n, predict, present, server, tables
 from ui.i18n import t
 from ui.image_picker import pick_image, show_classification
 from ui.inside_dag import inside_view
@@ -153,4 +153,78 @@ def memory() -> None:
     )
 
 
-render_lesson(3, live={"pipeline": pipeline, "parallel": parallel, "cascade": cascade, "memory": memory})
+def python_backend() -> None:
+    ep = server.endpoint()
+    st.markdown(f"**{t('py_inside.stubs_title')}**")
+    if ep is None:
+        server.say_no_server()
+        return
+    if ep.embedded:
+        embedded = server.supervisor().server
+        found = shapes.stubs(catalog.SHAPES_DRILL, embedded.pid if embedded is not None else None)
+        tables.show(
+            [
+                {
+                    t("py_inside.col.instance"): s.instance,
+                    t("py_inside.col.pid"): str(s.pid),
+                    t("py_inside.col.region"): s.region,
+                    t("py_inside.col.region_mb"): None if s.region_bytes is None else s.region_bytes / 2**20,
+                }
+                for s in found
+            ],
+            decimals={t("py_inside.col.region_mb"): 1},
+        )
+        st.caption(t("py_inside.stubs_note", n=len(found)))
+    else:
+        st.info(t("py_inside.stubs_remote"))
+    options = predict.choices("py_inside", ("list", "stacked", "one_each"))
+    predict.ask("ch3_inside", t("py_inside.predict", n=shapes.INSIDE_BURST), options)
+    if server.run_button(t("py_inside.run", n=shapes.INSIDE_BURST), key="ch3_inside_run", type="primary"):
+        predict.measure(
+            "ch3_inside",
+            1,
+            lambda stop, watch: shapes.inside_burst(ep, shapes.INSIDE_BURST),
+            "ch3_inside_result",
+            t("py_inside.running"),
+        )
+    result = st.session_state.get("ch3_inside_result")
+    if result is None:
+        return
+    tables.show(
+        [
+            {
+                t("py_inside.col.pid"): str(pid),
+                t("py_inside.col.call"): call,
+                t("py_inside.col.len"): k,
+                t("py_inside.col.requests"): ", ".join(f"#{i}" for i in indices),
+            }
+            for pid, call, k, indices in result.calls()
+        ]
+    )
+    for text in result.errors[:1]:
+        st.code(text, language="text", wrap_lines=True)
+    predict.reveal(
+        "ch3_inside",
+        options,
+        result.outcome(),
+        t(
+            "py_inside.detail",
+            n=len(result.answers),
+            calls=len(result.calls()),
+            pids=", ".join(map(str, result.pids())),
+            instances=result.instances,
+        ),
+    )
+    page_link("views/ch9_scheduler.py", "py_inside.to_ch9")
+
+
+render_lesson(
+    3,
+    live={
+        "pipeline": pipeline,
+        "parallel": parallel,
+        "cascade": cascade,
+        "memory": memory,
+        "python_backend": python_backend,
+    },
+)

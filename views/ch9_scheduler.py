@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import override
-from triton_kitchen.labs import experiments, scheduling
+from triton_kitchen.labs import experiments, scheduling, shapes
 from ui import batching_toy, errors, predict, server, tables
 from ui.i18n import t
 from ui.lesson import page_link, render_lesson
@@ -93,6 +93,77 @@ def instances() -> None:
         else:
             st.success(t("ch9.gpu_loaded"), icon="🟢")
     page_link("views/lab_batching.py", "ch9.to_batching_lab")
+
+
+# -- shapes that never batch -------------------------------------------------------------------------------------
+def _histogram(h: dict[int, int]) -> str:
+    return ", ".join(f"{size}×{n}" for size, n in sorted(h.items())) or "—"
+
+
+def shape_batches() -> None:
+    if (ep := _real_demo_endpoint()) is None:
+        return
+    c1, c2 = st.columns(2)
+    n = c1.slider(
+        t("shapes.clients"), 2, shapes.MAX_CLIENTS, 8, key="ch9_shape_clients", persist_state="session"
+    )
+    pad = c2.number_input(
+        t("shapes.pad_to"),
+        1,
+        shapes.MAX_PAD,
+        shapes.LONGEST,
+        key="ch9_shape_pad",
+        persist_state="session",
+        help=t("shapes.pad_help", longest=shapes.LONGEST),
+    )
+    options = predict.choices("shapes", ("one", "few", "all"), n=n)
+    predict.ask("ch9_shape", t("shapes.predict", n=n, longest=shapes.LONGEST), options)
+    if st.button(t("shapes.run", s=shapes.RUN_S), type="primary", key="ch9_shape_run"):
+        try:  # a padding shorter than the longest row is said at once; the last result stays
+            shapes.check(int(n), int(pad))
+        except shapes.ShapesError as exc:
+            errors.show_error(exc)
+        else:
+            predict.measure(
+                "ch9_shape",
+                int(n),
+                lambda stop, watch: shapes.compare_shapes(ep, int(n), int(pad), stop=stop),
+                "ch9_shape_result",
+                t("shapes.running"),
+            )
+    result = st.session_state.get("ch9_shape_result")
+    if result is None or result.run("unequal") is None:
+        return
+    tables.show(
+        [
+            {
+                t("shapes.col.way"): t(f"shapes.way_{r.way}", pad=r.pad_to),
+                t("shapes.col.rps"): r.throughput_rps,
+                t("shapes.col.executions"): r.executions,
+                t("shapes.col.inferences"): r.inferences,
+                t("shapes.col.mean_batch"): r.mean_batch,
+                t("shapes.col.histogram"): _histogram(r.histogram),
+            }
+            for r in result.runs
+        ],
+        decimals={t("shapes.col.mean_batch"): 2},
+    )
+    st.caption(t("shapes.hist_note"))
+    first = result.run("unequal")
+    predict.reveal(
+        "ch9_shape",
+        options,
+        result.outcome(),
+        t(
+            "shapes.detail",
+            executions=first.executions,
+            inferences=first.inferences,
+            mean=_fmt(first.mean_batch, ".2f"),
+        ),
+    )
+    for r in result.runs:
+        if r.errors:
+            st.code(r.errors[0], language="text", wrap_lines=True)
 
 
 # -- priorities and queue policy ------------------------------------------------------------------------------------
@@ -449,6 +520,7 @@ render_lesson(
     9,
     live={
         "instance_group": instances,
+        "shapes": shape_batches,
         "priorities": priorities,
         "queue_policy": queue_policy,
         "queueing": little,
