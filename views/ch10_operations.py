@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import kserve
-from triton_kitchen.labs import metrics_burst, model_control, wire_limits
-from ui import errors, predict, server, tables
+from triton_kitchen.labs import cache_warmup, metrics_burst, model_control, wire_limits
+from ui import errors, health_drill, predict, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson
 
@@ -206,6 +206,121 @@ def wire_demo() -> None:
     )
 
 
+# -- response cache and warm-up ----------------------------------------------------------------------------------
+def _cache_twice(ep) -> None:
+    options = predict.choices("ch10.cache", ("from_cache", "ran_again"))
+    predict.ask("ch10_cache", t("ch10.cache_predict"), options)
+    if st.button(t("ch10.cache_run"), type="primary", key="ch10_cache_run"):
+        _measure("ch10_cache", 1, lambda: cache_warmup.same_request_twice(ep), "ch10_cache_result")
+    result = st.session_state.get("ch10_cache_result")
+    if result is None:
+        return
+    tables.show(
+        [
+            {t("ch10.cache_col_request"): t(f"ch10.cache_{name}"), t("ch10.cache_col_ms"): f"{ms:.1f}"}
+            for name, ms in (
+                ("first", result.first_ms),
+                ("second", result.second_ms),
+                ("changed", result.changed_ms),
+            )
+        ]
+    )
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric(t("ch10.cache_hits"), f"+{result.hits}")
+    m2.metric(t("ch10.cache_misses"), f"+{result.misses}")
+    m3.metric(t("ch10.cache_exec"), f"+{result.executions}")
+    m4.metric(t("ch10.cache_lookup"), "—" if result.lookup_us is None else f"{result.lookup_us:.0f}")
+    predict.reveal(
+        "ch10_cache",
+        options,
+        result.outcome(),
+        t(
+            "ch10.cache_detail",
+            hits=result.hits,
+            misses=result.misses,
+            exe=result.executions,
+            first=f"{result.first_ms:.1f}",
+            second=f"{result.second_ms:.1f}",
+        ),
+    )
+
+
+def _cache_refusals(ep) -> None:
+    if st.button(t("ch10.cache_refuse_run"), key="ch10_cache_refuse_run"):
+        embedded = server.supervisor().server if ep.embedded else None
+        log = embedded.log_tail if embedded is not None else None
+        try:
+            with st.spinner(t("ch10.running")):
+                st.session_state["ch10_cache_refusals"] = cache_warmup.cache_refusals(ep, log)
+        except Exception as exc:  # noqa: BLE001 - show_error logs it; the page keeps working
+            errors.show_error(exc)
+    for refusal in st.session_state.get("ch10_cache_refusals") or []:
+        st.markdown(f"**{t(f'ch10.cache_case_{refusal.case}')}**")
+        if not refusal.answer:
+            st.warning(t("ch10.cache_loaded_anyway"))
+            continue
+        st.caption(t("ch10.cache_answer"))
+        st.code(refusal.answer, language="text", wrap_lines=True)
+        st.caption(t("ch10.cache_logged"))
+        st.code(refusal.logged or t("ch10.cache_log_not_ours"), language="text", wrap_lines=True)
+        if refusal.still_serving:
+            st.success(t("ch10.cache_still_serving"), icon="🟢")
+        else:
+            st.error(t("ch10.cache_not_serving"))
+
+
+def _warmup(ep) -> None:
+    options = predict.choices("ch10.warm", ("moved", "same"))
+    predict.ask("ch10_warm", t("ch10.warm_predict"), options)
+    if st.button(t("ch10.warm_run"), type="primary", key="ch10_warm_run"):
+        _measure("ch10_warm", 1, lambda: cache_warmup.first_requests(ep), "ch10_warm_result")
+    result = st.session_state.get("ch10_warm_result")
+    if result is None:
+        return
+    tables.show(
+        [
+            {
+                t("ch10.warm_col_way"): t("ch10.warm_with" if load.warmup else "ch10.warm_without"),
+                t("ch10.warm_col_load"): f"{load.load_ms:.0f}",
+                t("ch10.warm_col_first"): f"{load.first_ms:.1f}",
+                t("ch10.warm_col_second"): f"{load.second_ms:.1f}",
+            }
+            for load in result.loads
+        ]
+    )
+    cold, warm = result.way(False), result.way(True)
+    predict.reveal(
+        "ch10_warm",
+        options,
+        result.outcome(),
+        t(
+            "ch10.warm_detail",
+            cold_first=f"{cold.first_ms:.0f}",
+            warm_first=f"{warm.first_ms:.0f}",
+            cold_load=f"{cold.load_ms:.0f}",
+            warm_load=f"{warm.load_ms:.0f}",
+        ),
+    )
+
+
+def cache_warmup_demo() -> None:
+    ep = server.endpoint()
+    if ep is None:
+        server.say_no_server()
+        return
+    _cache_twice(ep)
+    _cache_refusals(ep)
+    st.divider()
+    _warmup(ep)
+
+
 render_lesson(
-    10, live={"model_control": model_control_demo, "metrics": metrics_demo, "wire_limits": wire_demo}
+    10,
+    live={
+        "model_control": model_control_demo,
+        "metrics": metrics_demo,
+        "wire_limits": wire_demo,
+        "health": health_drill.demo,
+        "cache_warmup": cache_warmup_demo,
+    },
 )

@@ -31,6 +31,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
 RESTRICTED_HEADER = "triton-kitchen-key"
 RESTRICTED_CATEGORIES = "model-repository,trace"
+# the response cache every model with `response_cache { enable: true }` uses (the wheel's caches/local library)
+RESPONSE_CACHE_BYTES = 16 * 1024 * 1024
 RUN_PREFIX = "run-"
 RUN_OWNER = "owner"  # "<host> <pid>" of the app process that made the run folder
 LEGACY_RUN_AGE_S = (
@@ -257,6 +259,7 @@ class EmbeddedServer:
             f"--model-repository={self.repo}",
             f"--backend-directory={server_dir / 'backends'}",
             f"--cache-directory={server_dir / 'caches'}",
+            f"--cache-config=local,size={RESPONSE_CACHE_BYTES}",
             "--model-control-mode=explicit",
             f"--http-address={self.host}",
             f"--grpc-address={self.host}",
