@@ -12,6 +12,7 @@ import time
 
 import streamlit as st
 
+from triton_kitchen.core import version_facts
 from triton_kitchen.core.endpoint import DEFAULT_PORTS
 from triton_kitchen.tools import metrics
 from triton_kitchen.tools.repository import ServerStatus
@@ -112,6 +113,9 @@ def _status(status: ServerStatus | None) -> None:
     )
     if ready < len(status.models):
         st.warning(t("sidebar.models_not_ready", n=len(status.models) - ready), icon="⛔")
+    # a server of another version than the course's 2.51: what the lessons say that is otherwise there
+    for note in version_facts.server_notes(status.version, i18n.lang()):
+        st.caption(note)
     # Lazy: the table is drawn only while the expander is open (a fresh tab's first paint stays light).
     models = boxes.remembered_expander("tk_models_open", t("sidebar.models"))
     if not models.open:
