@@ -38,6 +38,20 @@ STREAMER = "streamer"
 # chapter 10's drills (loaded for them, never called by another chapter): the response cache, warm-up
 CACHE_DRILL = "cache_drill"
 WARMUP_DRILL = "warmup_drill"
+# chapter 9's shapes drill (rows of any length; ragged; one model per bucket), chapter 3's Python backend inside
+SHAPES_DRILL = "shapes_drill"
+SHAPES_RAGGED = "shapes_ragged"
+SHAPES_BUCKET_SHORT = "shapes_bucket_short"
+SHAPES_BUCKET_LONG = "shapes_bucket_long"
+# the LLM lab: the course's tiny language model under request-level and under in-flight batching
+TINY_LM = "tiny_lm"
+TINY_LM_IFB = "tiny_lm_ifb"
+
+# drill_repository/: models the app's own server never loads; chapters 7 and 10 start a small server of their own
+# on it for one run (to cancel requests to a slow model, to kill a stub), so the class's models are never touched
+DRILL_REPOSITORY = DEFAULT_REPOSITORY.parent / "drill_repository"
+SLOW_DRILL = "slow_drill"  # sleeps MS ms per request and answers with its stub's pid
+BROKEN_DRILL = "broken_drill"  # its initialize() raises: a model that fails to load, on purpose
 
 # the order the course meets them; a model the course does not know comes after, by name
 COURSE_ORDER = (
@@ -57,6 +71,12 @@ COURSE_ORDER = (
     STREAMER,
     CACHE_DRILL,
     WARMUP_DRILL,
+    TINY_LM,
+    TINY_LM_IFB,
+    SHAPES_DRILL,
+    SHAPES_RAGGED,
+    SHAPES_BUCKET_SHORT,
+    SHAPES_BUCKET_LONG,
 )
 
 
