@@ -1,13 +1,14 @@
 """Chapter 11: generation — prefill and decode, the KV cache, request-level against in-flight batching, the
-generate endpoints. The endpoints section asks for a prediction, then sends the real requests to the streaming
-model and shows Triton's words (triton_kitchen.labs.generation)."""
+generate endpoints. Each live element asks for a prediction first, then measures on the real server
+(triton_kitchen.labs.generation): the course's language model under both schedulers on the same load, drawn from
+the server's recorded steps; the generate extension's rules on the streaming model, in Triton's words."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from triton_kitchen.labs import generation
-from ui import predict, server, tables
+from ui import i18n, predict, server, tables
 from ui.i18n import t
 from ui.lesson import render_lesson
 
@@ -52,4 +53,108 @@ def endpoints() -> None:
         st.code(first.error, language="text", wrap_lines=True)
 
 
-render_lesson(11, live={"endpoints": endpoints})
+# -- request-level against in-flight batching --------------------------------------------------------------------
+def _names() -> dict[str, str]:
+    keys = (
+        "wait",
+        "idle",
+        "token",
+        "join",
+        "leave",
+        "time",
+        "sequence",
+        "step",
+        "kv",
+        "request_level",
+        "in_flight",
+    )
+    return {k: t(f"ch11.tl_{k}") for k in keys}
+
+
+def _fmt(v, spec: str = ".1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def _figures_table(comparison: generation.Comparison) -> None:
+    """The client's figures beside the server's, for both schedulers."""
+    rows = []
+    measures = (
+        ("ttft_p50", lambda d: d["ttft_ms"]["p50"]),
+        ("ttft_p99", lambda d: d["ttft_ms"]["p99"]),
+        ("itl_p50", lambda d: d["itl_ms"]["p50"]),
+        ("itl_p99", lambda d: d["itl_ms"]["p99"]),
+        ("tokens_per_s", lambda d: d["tokens_per_s"]),
+    )
+    sides = [(run, run.client(), run.server()) for run in comparison.runs]
+    for key, get in measures:
+        row = {t("ch11.col.measure"): t(f"ch11.m_{key}")}
+        for run, client, srv in sides:
+            row[t(f"ch11.col.{run.scheduler}_client")] = get(client)
+            row[t(f"ch11.col.{run.scheduler}_server")] = get(srv)
+        rows.append(row)
+    tables.show(rows)
+
+
+def schedulers() -> None:
+    ep = server.endpoint()
+    if ep is None:
+        server.say_no_server()
+        return
+    clients = st.slider(t("ch11.sch_clients"), 2, 8, 4, key="ch11_sch_clients", persist_state="session")
+    jobs = generation.draw_jobs(int(clients) * 2, 2026, i18n.lang())
+    st.caption(
+        t(
+            "ch11.sch_jobs",
+            n=len(jobs),
+            lengths=", ".join(str(j.max_tokens) for j in jobs),
+            prompts=", ".join(str(len(j.prompt.encode())) for j in jobs),
+        )
+    )
+    options = predict.choices("ch11.sch", generation.SCHEDULER_OUTCOMES)
+    predict.ask("ch11_sch", t("ch11.sch_predict", c=clients), options)
+    if st.button(t("ch11.sch_run"), type="primary", key="ch11_sch_run"):
+        predict.measure(
+            "ch11_sch",
+            int(clients),
+            lambda stop, watch: generation.compare_schedulers(ep, int(clients), lang=i18n.lang()),
+            "ch11_sch_result",
+            t("ch11.running"),
+        )
+    result = st.session_state.get("ch11_sch_result")
+    if result is None:
+        return
+    for run in result.runs:
+        if run.errors():
+            st.warning(
+                t("ch11.sch_errors", model=run.model, n=len(run.errors()), first=run.errors()[0]), icon="⚠️"
+            )
+    _figures_table(result)
+    st.caption(t("ch11.sch_sides"))
+    names = _names()
+    cols = st.columns(2)
+    for col, run in zip(cols, result.runs, strict=True):
+        with col:
+            server_side = run.server()
+            st.markdown(f"**{names[run.scheduler]}** · `{run.model}`")
+            st.plotly_chart(
+                generation.timeline_figure(run, names), key=f"ch11_tl_{run.scheduler}", width="stretch"
+            )
+            st.caption(
+                t(
+                    "ch11.sch_steps",
+                    steps=server_side["steps"],
+                    running=_fmt(server_side["running_per_step"]),
+                    places=_fmt(server_side["places_per_step"]),
+                    step_ms=_fmt(server_side["time_per_step_ms"], ".2f"),
+                    compute_ms=_fmt(server_side["compute_ms"], ".2f"),
+                    outside_ms=_fmt(server_side["outside_ms"], ".2f"),
+                )
+            )
+    st.markdown(f"**{t('ch11.kv_title')}**")
+    st.plotly_chart(generation.kv_figure(result, names), key="ch11_kv", width="stretch")
+    predict.reveal(
+        "ch11_sch", options, result.outcome(), t("ch11.sch_detail", ratio=_fmt(result.ratio(), ".2f"))
+    )
+
+
+render_lesson(11, live={"inflight": schedulers, "endpoints": endpoints})
