@@ -28,7 +28,7 @@
 
 """``protobuf/model_config.proto`` of triton-inference-server/common at branch r26.07 (commit ecb874c3),
 the schema Triton 2.72 parses, compiled to a serialized ``FileDescriptorProto`` (base64). Generated:
-do not edit. Regenerate with (``pip install grpcio-tools``)::
+do not edit. Regenerate as ``triton_kitchen/core/model_config_schema.py`` says (grpcio-tools' protoc)::
 
     python -m triton_kitchen.core.model_config_schema model_config.proto > \
         triton_kitchen/core/model_config_r2607.py
@@ -36,9 +36,8 @@ do not edit. Regenerate with (``pip install grpcio-tools``)::
 The license above is the proto file's own header.
 """
 
-PROTO_SHA256 = (
-    "eb72c7ee93dc0eb6aa4393ff186ca0dd0898f0e138b0cd04eb0624a1a592f5f1"  # the .proto file it was compiled from
-)
+# the sha256 of the .proto file it was compiled from
+PROTO_SHA256 = "eb72c7ee93dc0eb6aa4393ff186ca0dd0898f0e138b0cd04eb0624a1a592f5f1"
 SERIALIZED = (
     "ChJtb2RlbF9jb25maWcucHJvdG8SCWluZmVyZW5jZSLAAQoQTW9kZWxSYXRlTGltaXRlchJCCglyZXNvdXJjZXMYASADKAsyJC5p"
     "bmZlcmVuY2UuTW9kZWxSYXRlTGltaXRlci5SZXNvdXJjZVIJcmVzb3VyY2VzEhoKCHByaW9yaXR5GAIgASgNUghwcmlvcml0eRpM"

@@ -17,9 +17,12 @@ equals it field for field).
     cls = model_config_class(TritonVersion(2, 72))
     text_format.Parse('model_metrics { }', cls())
 
-To regenerate :mod:`model_config_r2607` from a proto file (needs ``pip install grpcio-tools``)::
+To regenerate :mod:`model_config_r2607` from a proto file: grpcio-tools' protoc, in a virtual environment of its
+own (it wants a newer protobuf than tritonclient 2.51 pins), ahead of the project's on the path::
 
-    python -m triton_kitchen.core.model_config_schema PATH/TO/model_config.proto > \\
+    python3 -m venv /tmp/gt && /tmp/gt/bin/pip install grpcio-tools
+    PYTHONPATH=.:$(/tmp/gt/bin/python -c 'import site; print(site.getsitepackages()[0])') \\
+        python -m triton_kitchen.core.model_config_schema PATH/TO/model_config.proto > \\
         triton_kitchen/core/model_config_r2607.py
 """
 
@@ -133,12 +136,13 @@ def _generate(proto: Path) -> str:
         + "\n\n"
         + '"""``protobuf/model_config.proto`` of triton-inference-server/common at branch r26.07 (commit ecb874c3),\n'
         + "the schema Triton 2.72 parses, compiled to a serialized ``FileDescriptorProto`` (base64). Generated:\n"
-        + "do not edit. Regenerate with (``pip install grpcio-tools``)::\n\n"
+        + "do not edit. Regenerate as ``triton_kitchen/core/model_config_schema.py`` says (grpcio-tools' protoc)::\n\n"
         + "    python -m triton_kitchen.core.model_config_schema model_config.proto > \\\n"
         + "        triton_kitchen/core/model_config_r2607.py\n\n"
         + "The license above is the proto file's own header.\n"
         + '"""\n\n'
-        + f'PROTO_SHA256 = "{hashlib.sha256(proto.read_bytes()).hexdigest()}"  # the .proto file it was compiled from\n'
+        + "# the sha256 of the .proto file it was compiled from\n"
+        + f'PROTO_SHA256 = "{hashlib.sha256(proto.read_bytes()).hexdigest()}"\n'
         + "SERIALIZED = (\n"
         + body
         + "\n)\n"
