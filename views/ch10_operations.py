@@ -9,7 +9,7 @@ import streamlit as st
 
 from triton_kitchen.core import kserve
 from triton_kitchen.labs import cache_warmup, metrics_burst, model_control, wire_limits
-from ui import errors, predict, server, tables
+from ui import errors, health_drill, predict, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson
 
@@ -320,6 +320,7 @@ render_lesson(
         "model_control": model_control_demo,
         "metrics": metrics_demo,
         "wire_limits": wire_demo,
+        "health": health_drill.demo,
         "cache_warmup": cache_warmup_demo,
     },
 )

@@ -41,7 +41,7 @@ INSTANCES = 2
 CALL_MS = 20  # each request sleeps this long in the model
 CLIENTS = 2  # client threads sending requests during a window
 WINDOW_S = 0.4  # a window of requests while every stub lives
-DEAD_WINDOW_S = 2.1  # after the kill: a request that reaches the dead stub waits about 1 s before it fails
+DEAD_WINDOW_S = 1.6  # after the kill: a request that reaches the dead stub waits about 1 s before it fails
 SAME_LOAD_WINDOW_S = (
     1.2  # after a load with nothing changed: long enough for one request to reach the dead stub
 )
@@ -72,6 +72,13 @@ class Health:
 
     def all_ok(self) -> bool:
         return self.live == self.ready == self.model == 200
+
+
+def probe_decisions(health: Health) -> tuple[str, str]:
+    """What Kubernetes does with these answers: the liveness probe on /v2/health/live (``keep`` or ``restart``
+    the container), the readiness probe on /v2/health/ready (``serve``: the Pod stays in the Service, or
+    ``remove``)."""
+    return ("keep" if health.live == 200 else "restart", "serve" if health.ready == 200 else "remove")
 
 
 @dataclass
@@ -109,6 +116,7 @@ class StubDrill:
     calls_after: list[Call] = field(default_factory=list)
     after_calls: Health | None = None  # read again after the failing requests
     calls_after_same_load: list[Call] = field(default_factory=list)  # after a load with nothing changed
+    same_load_ms: float = 0.0  # how long that load took
     calls_after_reload: list[Call] = field(default_factory=list)  # after unload + load
     reload_ms: float = 0.0
 
@@ -247,7 +255,9 @@ def kill_a_stub(instances: int = INSTANCES) -> StubDrill:
         drill.after = read_health(ep)
         drill.calls_after = _window(ep, DEAD_WINDOW_S)
         drill.after_calls = read_health(ep)
+        t0 = time.perf_counter()
         kserve.load_model(ep, MODEL, two, headers=ep.headers)  # the same config: nothing changed
+        drill.same_load_ms = (time.perf_counter() - t0) * 1000
         drill.calls_after_same_load = _window(ep, SAME_LOAD_WINDOW_S)
         t0 = time.perf_counter()
         kserve.unload_model(ep, MODEL, headers=ep.headers)
