@@ -109,3 +109,32 @@ def test_the_sidebar_says_what_differs_on_a_server_of_another_version():
     assert any(n.startswith("This server is Triton 2.68: client shared memory is off unless") for n in notes)
     assert not any("client shared memory" in n for n in server_notes("2.60.0", "en"))
     assert any("--allow-client-shm=true" in n and "2.68" in n for n in server_notes("2.72.0", "zh"))
+
+
+def _status_box(lang: str, version: str) -> None:
+    import streamlit as st
+
+    from triton_kitchen.tools.repository import ModelState, ServerStatus
+    from ui import sidebar
+
+    st.query_params["lang"] = lang
+    sidebar._status(
+        ServerStatus(up=True, url="gpu-box:8000", version=version, models=[ModelState("m", "1", "READY")])
+    )
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_sidebar_shows_the_servers_version_and_what_differs(lang):
+    from streamlit.testing.v1 import AppTest
+
+    from triton_kitchen.core.version_facts import server_notes
+
+    for version, expected in (("2.51.0", []), ("2.68.0", server_notes("2.68.0", lang))):
+        at = AppTest.from_function(_status_box, args=(lang, version))
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert f"Triton {version}" in at.success[0].value
+        notes = [c.value for c in at.caption if "Triton 2.68" in c.value]
+        assert notes == expected
+    assert expected and any("--allow-client-shm=true" in n for n in expected)
