@@ -31,7 +31,8 @@ Bad input: an empty prompt is refused with a message; ``max_tokens`` below 0 or 
 the record says so (0 gives one final response with no text); temperature is clamped to [0, 5]; a prompt longer
 than the context keeps its newest tokens (``dropped_prompt_tokens`` in every record). A request found cancelled
 (the client cancelled or disconnected: Triton cancels the request) ends at the end of that step: its KV cache is
-freed and the step's record lists it under ``ended``. Under in-flight batching a request cancelled *between* steps
+freed and the step's record lists it under ``ended``
+(or the next step's record, when no other sequence was there to receive this one's). Under in-flight batching a request cancelled *between* steps
 is dropped by Triton's scheduler without telling the model; the model frees a sequence that has been missing from
 :data:`GONE_AFTER_STEPS` steps in a row for at least :data:`GONE_AFTER_S` seconds and records it as ``gone``.
 
@@ -160,6 +161,7 @@ class Sequence:
         self.ask = ask
         ids = tokenizer.encode(ask.prompt)
         self.prompt, self.dropped = fit_prompt(ids, model.context_length, ask.max_tokens)
+        self.context_length = model.context_length
         self.cache: KVCache = model.new_cache()
         self.rng = np.random.default_rng(ask.seed)
         self.tokens: list[int] = []
@@ -260,6 +262,7 @@ def response_record(
         "temperature": seq.ask.temperature,
         "notes": seq.ask.notes,
         "max_sequences": max_sequences,
+        "context_length": seq.context_length,
         "weights": weights,
         "steps": [record] if record else [],
     }
@@ -308,6 +311,7 @@ class TritonPythonModel:
         self.step = 0
         self.execution = 0
         self._step_json: tuple = (None, "")  # (the step record, its JSON): serialized once per step
+        self._unreported: list[dict] = []  # ended entries of steps whose record no response carried
 
     # -- Triton plumbing ---------------------------------------------------------------------------------
     def _get(self, request):
@@ -361,12 +365,27 @@ class TritonPythonModel:
     def _close_cancelled(self, seq: Sequence) -> dict:
         freed = seq.free()
         seq.sender.send(flags=self.pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return self._ended(seq, "cancelled", freed)
+
+    def _ended(self, seq: Sequence, reason: str, freed: int) -> dict:
         return {
             "request_id": seq.request_id,
             "sequence": seq.key,
-            "reason": "cancelled",
+            "reason": reason,
             "kv_bytes_freed": freed,
+            "step": self.step,
         }
+
+    def _record(self, *args) -> dict:
+        """:func:`step_record` with the ended sequences of earlier steps that no response carried (a cancelled
+        sequence alone in its step: nobody was there to be told) put first."""
+        record = step_record(*args)
+        record["ended"][:0], self._unreported = self._unreported, []
+        return record
+
+    def _after_emitting(self, record: dict) -> None:
+        if self._step_json[0] is not record:  # no response of this step was sent: keep its news for the next
+            self._unreported.extend(record["ended"])
 
     def _compute(self, new: list[Sequence], running: list[Sequence]) -> tuple[dict, dict]:
         """Prefill ``new``, decode one token for ``running``; the tokens and phase of each sequence."""
@@ -420,25 +439,18 @@ class TritonPythonModel:
                     ended.append(self._close_cancelled(s))
                     s.finish = "cancelled"
             idle = [s for s in seqs if s not in active]
-            record = step_record(
+            record = self._record(
                 REQUEST_LEVEL, self.step, self.execution, start, end, active, idle, emitted, phase, ended
             )
             for s in active:
                 if s.finish == "cancelled":
                     continue
                 if s.finish:
-                    freed = s.free()
-                    record["ended"].append(
-                        {
-                            "request_id": s.request_id,
-                            "sequence": s.key,
-                            "reason": s.finish,
-                            "kv_bytes_freed": freed,
-                        }
-                    )
+                    record["ended"].append(self._ended(s, s.finish, s.free()))
             for s in active:
                 if s.finish != "cancelled":
                     self._emit(s, record)
+            self._after_emitting(record)
             new, running = [], [s for s in active if not s.finish]
 
     def _step(self, requests) -> None:
@@ -482,20 +494,12 @@ class TritonPythonModel:
             if not s.finish and self._cancelled(s):
                 ended.append(self._close_cancelled(s))
                 s.finish = "cancelled"
-        record = step_record(
+        record = self._record(
             IN_FLIGHT, self.step, self.execution, start, end, active, [], emitted, phase, ended
         )
         for s in active:
             if s.finish and s.finish != "cancelled":
-                freed = s.free()
-                record["ended"].append(
-                    {
-                        "request_id": s.request_id,
-                        "sequence": s.key,
-                        "reason": s.finish,
-                        "kv_bytes_freed": freed,
-                    }
-                )
+                record["ended"].append(self._ended(s, s.finish, s.free()))
         for s in active:
             if s.finish == "cancelled":
                 self.sequences.pop(s.key, None)
@@ -505,6 +509,7 @@ class TritonPythonModel:
             else:
                 self.sequences.pop(s.key, None)
             self._emit(s, record)
+        self._after_emitting(record)
 
     def _sweep_gone(self, present: set) -> list[dict]:
         """Free sequences Triton stopped sending (cancelled while waiting between steps)."""
@@ -516,9 +521,7 @@ class TritonPythonModel:
             if s.missed >= GONE_AFTER_STEPS and now - s.last_seen_s >= GONE_AFTER_S:
                 freed = s.free()
                 del self.sequences[key]
-                ended.append(
-                    {"request_id": s.request_id, "sequence": key, "reason": "gone", "kv_bytes_freed": freed}
-                )
+                ended.append(self._ended(s, "gone", freed))
         return ended
 
     def finalize(self):
