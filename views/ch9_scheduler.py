@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import override
-from triton_kitchen.labs import experiments, scheduling, shapes
+from triton_kitchen.labs import experiments, scheduling, shapes, stateful
 from ui import batching_toy, errors, predict, server, tables
 from ui.i18n import t
 from ui.lesson import page_link, render_lesson
@@ -516,6 +516,105 @@ def ensemble_speed() -> None:
     page_link("views/lab_flow.py", "ch9.to_flow_lab")
 
 
+# -- stateful models -----------------------------------------------------------------------------------------------
+def _two_learners(ep) -> None:
+    models = {m: t(f"ch9.seq_model_{m}") for m in stateful.MODELS}
+    model = st.radio(
+        t("ch9.seq_model_pick"),
+        list(models),
+        format_func=models.get,
+        horizontal=True,
+        key="ch9_seq_model",
+        persist_state="session",
+    )
+    options = predict.choices("ch9.seq", ("kept", "lost"))
+    predict.ask("ch9_seq", t("ch9.seq_predict", model=models[model]), options)
+    if st.button(t("ch9.seq_run"), type="primary", key="ch9_seq_run"):
+        _run("ch9_seq", 2, lambda stop, watch: stateful.two_learners(ep, model), "ch9_seq_result")
+    result = st.session_state.get("ch9_seq_result")
+    if result is None or result.model != model:  # measured for the model on screen only
+        return
+    tables.show(
+        [
+            {
+                t("ch9.seq_col_learner"): f"{s.learner} ({result.ids[s.learner]})",
+                t("ch9.seq_col_step"): s.n,
+                t("ch9.seq_col_x"): f"{s.x:g}",
+                t("ch9.seq_col_total"): "—" if s.answer is None else f"{s.answer.total:g}",
+                t("ch9.seq_col_expected"): f"{s.expected:g}",
+                t("ch9.seq_col_pid"): "—" if s.answer is None else s.answer.pid,
+                t("ch9.seq_col_error"): s.error,
+            }
+            for s in result.steps
+        ]
+    )
+    predict.reveal(
+        "ch9_seq",
+        options,
+        result.outcome(),
+        t(
+            f"ch9.seq_detail_{result.outcome()}",
+            wrong=result.wrong(),
+            n=len(result.steps),
+            pids=", ".join(map(str, result.pids())),
+        ),
+    )
+
+
+def _own_sequence(ep) -> None:
+    """The learner's own sequence on running_sum: an ID (theirs by default), a number, start / add / end."""
+    try:
+        b = stateful.batcher(ep)
+        st.caption(t("ch9.seq_slots", slots=b.slots, idle=f"{b.idle_s:g}", strategy=b.strategy))
+    except Exception as exc:  # noqa: BLE001 - the drill still runs; Triton will say what is wrong
+        errors.show_error(exc)
+    st.session_state.setdefault("ch9_seq_own_id", str(stateful.new_id()))
+    left, right = st.columns(2)
+    corr = left.text_input(t("ch9.seq_own_id"), key="ch9_seq_own_id")
+    x = right.number_input(t("ch9.seq_own_x"), value=1.0, step=1.0, key="ch9_seq_own_x")
+    buttons = st.columns(3)
+    pressed = None
+    for col, action in zip(buttons, ("start", "add", "end"), strict=True):
+        if col.button(t(f"ch9.seq_own_{action}"), key=f"ch9_seq_own_{action}"):
+            pressed = action
+    if pressed is not None:
+        try:
+            answer = stateful.step(
+                ep, stateful.parse_id(corr), float(x), start=pressed == "start", end=pressed == "end"
+            )
+            st.session_state["ch9_seq_own_last"] = (pressed, answer)
+        except stateful.SequenceError as exc:
+            st.session_state["ch9_seq_own_last"] = (pressed, exc)
+    last = st.session_state.get("ch9_seq_own_last")
+    if last is None:
+        return
+    action, outcome = last
+    if isinstance(outcome, stateful.SequenceError):
+        errors.show_error(outcome)
+    else:
+        st.success(
+            t(
+                "ch9.seq_own_answer",
+                action=t(f"ch9.seq_own_{action}"),
+                total=f"{outcome.total:g}",
+                count=outcome.count,
+                pid=outcome.pid,
+                ms=f"{outcome.ms:.1f}",
+            )
+        )
+
+
+def stateful_models() -> None:
+    ep = server.endpoint()
+    if ep is None:
+        server.say_no_server()
+        return
+    _two_learners(ep)
+    st.divider()
+    st.markdown(f"**{t('ch9.seq_own_title')}**")
+    _own_sequence(ep)
+
+
 render_lesson(
     9,
     live={
@@ -525,5 +624,6 @@ render_lesson(
         "queue_policy": queue_policy,
         "queueing": little,
         "ensemble_speed": ensemble_speed,
+        "stateful": stateful_models,
     },
 )

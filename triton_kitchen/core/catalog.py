@@ -38,6 +38,9 @@ STREAMER = "streamer"
 # chapter 10's drills (loaded for them, never called by another chapter): the response cache, warm-up
 CACHE_DRILL = "cache_drill"
 WARMUP_DRILL = "warmup_drill"
+# chapter 9's stateful drill: a running sum per sequence (sequence batcher), and the same code without it
+RUNNING_SUM = "running_sum"
+RUNNING_SUM_PLAIN = "running_sum_plain"
 # chapter 9's shapes drill (rows of any length; ragged; one model per bucket), chapter 3's Python backend inside
 SHAPES_DRILL = "shapes_drill"
 SHAPES_RAGGED = "shapes_ragged"
@@ -71,6 +74,8 @@ COURSE_ORDER = (
     STREAMER,
     CACHE_DRILL,
     WARMUP_DRILL,
+    RUNNING_SUM,
+    RUNNING_SUM_PLAIN,
     TINY_LM,
     TINY_LM_IFB,
     SHAPES_DRILL,

@@ -1,0 +1,226 @@
+"""Chapter 9's stateful drill: a running sum per sequence, kept inside the model's stub process.
+
+- :func:`two_learners`: two sequences (two correlation IDs, as two learners would send them) interleaved, each
+  step of both sent at the same moment, to ``running_sum`` (sequence batcher, direct, 1 instance) or to
+  ``running_sum_plain`` (the same ``model.py`` with dynamic batching and 2 instances). Every response carries
+  the total the model holds and the pid of the stub that answered; the verdict compares the totals with the
+  true running sums.
+- :func:`step`: one request of a learner's own sequence (start, add, end), with Triton's refusals turned into
+  a code the page translates: no START for an unknown ID, no correlation ID, no free slot before the deadline.
+
+Nothing is reloaded: both models serve the whole class, each run with correlation IDs of its own.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+
+from triton_kitchen.core import kserve
+from triton_kitchen.core.catalog import RUNNING_SUM, RUNNING_SUM_PLAIN
+from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.errors import KitchenError
+
+MODELS = (RUNNING_SUM, RUNNING_SUM_PLAIN)
+LEARNERS = {"A": (1.0, 2.0, 3.0, 4.0), "B": (10.0, 20.0, 30.0, 40.0)}
+STEP_TIMEOUT_S = 5.0  # a learner's request: past this the client gives up (a START waiting for a free slot)
+MAX_ID = 2**63 - 1
+
+
+class SequenceError(KitchenError):
+    """Triton refused a request of a sequence: ``no_start`` (an ID it does not know, without START: a wrong ID,
+    or one whose sequence ended or went idle), ``no_id`` (correlation ID 0 or empty), ``no_slot`` (no answer before
+    the deadline: every sequence slot was taken), ``batch`` (more than one item), ``failed`` (anything else).
+    The detail is Triton's own text."""
+
+    source = "sequence"
+    default_code = "failed"
+
+
+def classify(message: str) -> str:
+    """Triton's refusal of a sequence request -> a SequenceError code."""
+    if "must specify the START flag" in message:
+        return "no_start"
+    if "non-zero or non-empty correlation ID" in message:
+        return "no_id"
+    if "Deadline Exceeded" in message or "deadline" in message.lower():
+        return "no_slot"
+    if "batch-size 1" in message:
+        return "batch"
+    return "failed"
+
+
+def parse_id(text: str) -> int | str:
+    """A correlation ID as typed: digits are an unsigned integer (as most clients send it), anything else a
+    string ID; leading and trailing spaces dropped. 0 and "" stay as they are: Triton says what is wrong."""
+    text = (text or "").strip()
+    if text.isdigit():
+        value = int(text)
+        if value > MAX_ID:
+            raise SequenceError("failed", f"correlation ID {text} is larger than {MAX_ID}")
+        return value
+    return text
+
+
+def new_id() -> int:
+    """A correlation ID no other learner is using (random, 48 bits)."""
+    return random.SystemRandom().randrange(1, 2**48)
+
+
+@dataclass
+class Answer:
+    total: float
+    count: int
+    pid: int
+    ms: float
+
+
+def _send(
+    client: grpcclient.InferenceServerClient,
+    model: str,
+    corr_id: int | str,
+    x: float,
+    start: bool,
+    end: bool,
+    timeout_s: float = STEP_TIMEOUT_S,
+) -> Answer:
+    tensor = grpcclient.InferInput("x", [1, 1], "FP32")
+    tensor.set_data_from_numpy(np.array([[x]], dtype=np.float32))
+    t0 = time.perf_counter()
+    try:
+        r = client.infer(
+            model,
+            [tensor],
+            sequence_id=corr_id,
+            sequence_start=start,
+            sequence_end=end,
+            client_timeout=timeout_s,
+        )
+    except grpcclient.InferenceServerException as exc:
+        message = exc.message() or str(exc)
+        raise SequenceError(classify(message), message) from exc
+    return Answer(
+        float(r.as_numpy("total").ravel()[0]),
+        int(r.as_numpy("count").ravel()[0]),
+        int(r.as_numpy("pid").ravel()[0]),
+        (time.perf_counter() - t0) * 1000,
+    )
+
+
+def step(endpoint: Endpoint, corr_id: int | str, x: float, start: bool = False, end: bool = False) -> Answer:
+    """One request of a learner's sequence to ``running_sum``; raises SequenceError with Triton's words."""
+    if not np.isfinite(x):
+        raise SequenceError("failed", f"x must be a finite number, not {x}")
+    return _send(_client(endpoint), RUNNING_SUM, corr_id, float(x), start, end)
+
+
+_clients: dict[str, grpcclient.InferenceServerClient] = {}
+_clients_guard = threading.Lock()
+
+
+def _client(endpoint: Endpoint) -> grpcclient.InferenceServerClient:
+    """One gRPC client per address for the learners' single steps (thread-safe, kept for the app's life)."""
+    with _clients_guard:
+        client = _clients.get(endpoint.grpc_url)
+        if client is None:
+            client = _clients[endpoint.grpc_url] = grpcclient.InferenceServerClient(endpoint.grpc_url)
+        return client
+
+
+@dataclass
+class Step:
+    learner: str  # "A" or "B"
+    n: int  # 1.. in the learner's sequence
+    x: float
+    expected: float  # the true running sum
+    answer: Answer | None = None
+    error: str = ""
+
+    @property
+    def right(self) -> bool:
+        return self.answer is not None and abs(self.answer.total - self.expected) < 1e-6
+
+
+@dataclass
+class TwoLearners:
+    model: str
+    ids: dict[str, int]
+    steps: list[Step] = field(default_factory=list)
+
+    def pids(self) -> list[int]:
+        return sorted({s.answer.pid for s in self.steps if s.answer is not None})
+
+    def wrong(self) -> int:
+        return sum(1 for s in self.steps if not s.right)
+
+    def outcome(self) -> str:
+        """``kept`` when every total was the true running sum, ``lost`` otherwise (measured, never assumed)."""
+        return "kept" if self.steps and not self.wrong() else "lost"
+
+
+def two_learners(endpoint: Endpoint, model: str = RUNNING_SUM) -> TwoLearners:
+    """Learners A and B each send a sequence of four numbers; step k of both leaves at the same moment (one
+    thread each, one gRPC client each). The first step carries START, the last END."""
+    if model not in MODELS:
+        raise SequenceError("failed", f"model must be one of {', '.join(MODELS)}")
+    ids = {learner: new_id() for learner in LEARNERS}
+    run = TwoLearners(model, ids)
+    clients = {learner: grpcclient.InferenceServerClient(endpoint.grpc_url) for learner in LEARNERS}
+    try:
+        totals = dict.fromkeys(LEARNERS, 0.0)
+        n_steps = len(next(iter(LEARNERS.values())))
+        for k in range(n_steps):
+            barrier = threading.Barrier(len(LEARNERS))
+            steps = {}
+            for learner, xs in LEARNERS.items():
+                totals[learner] += xs[k]
+                steps[learner] = Step(learner, k + 1, xs[k], totals[learner])
+
+            def send(learner: str, s: Step, barrier=barrier, first=k == 0, last=k == n_steps - 1) -> None:
+                barrier.wait(timeout=STEP_TIMEOUT_S)
+                try:
+                    s.answer = _send(clients[learner], model, ids[learner], s.x, first, last)
+                except SequenceError as exc:
+                    s.error = exc.detail
+
+            threads = [
+                threading.Thread(target=send, args=(learner, steps[learner]), daemon=True)
+                for learner in LEARNERS
+            ]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join(timeout=STEP_TIMEOUT_S * 2)
+            run.steps += [steps[learner] for learner in LEARNERS]
+    finally:
+        for client in clients.values():
+            client.close()
+    return run
+
+
+@dataclass
+class Batcher:
+    """What running_sum's loaded config says: its strategy, slots and idle timeout."""
+
+    strategy: str
+    slots: int
+    idle_s: float
+
+
+def batcher(endpoint: Endpoint, model: str = RUNNING_SUM) -> Batcher:
+    """Slots: max_batch_size (at least 1) per instance for direct, max_candidate_sequences for oldest (core
+    r24.10 sequence_batch_scheduler.cc), times the instances."""
+    cfg = kserve.model_config(endpoint, model)
+    sb = cfg.get("sequence_batching") or {}
+    instances = sum(int(g.get("count", 1) or 1) for g in cfg.get("instance_group") or [{}])
+    per_instance = max(1, int(cfg.get("max_batch_size", 0) or 0))
+    strategy = "oldest" if sb.get("oldest") else "direct"
+    if strategy == "oldest" and int(sb["oldest"].get("max_candidate_sequences", 0) or 0) > 0:
+        per_instance = int(sb["oldest"]["max_candidate_sequences"])
+    idle_us = int(sb.get("max_sequence_idle_microseconds", 0) or 1_000_000)
+    return Batcher(strategy, per_instance * instances, idle_us / 1e6)
