@@ -235,8 +235,10 @@ def compare_schedulers(
 ) -> Comparison:
     """The same drawn jobs to each scheduler's model in turn, ``clients`` closed-loop clients, each job streamed."""
     jobs = draw_jobs(clients * jobs_per_client, seed, lang)
+    warm = [generation.Job(jobs[0].prompt, 4, parameters={"ignore_eos": True})] * 2
     runs = []
     for scheduler, model in SCHEDULERS:
+        generation.closed_loop(ep, model, warm, 2, protocol)  # a model's first steps are slower: not measured
         load = generation.closed_loop(ep, model, jobs, clients, protocol)
         runs.append(SchedulerRun(scheduler, model, load))
     return Comparison(clients, jobs, runs)
@@ -344,8 +346,8 @@ def timeline_figure(run: SchedulerRun, names: dict[str, str], title: str = "") -
     start = min([0.0, *(lane.sent_ms for lane in lanes if lane.sent_ms is not None)])
     fig.update_layout(
         title=title,
-        height=max(220, 26 * len(lanes) + 140),
-        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        height=max(320, 26 * len(lanes) + 260),
+        margin={"l": 10, "r": 10, "t": 110 if title else 90, "b": 10},
         xaxis={"title": names["time"], "range": [start, end * 1.02]},
         yaxis={
             "title": names["sequence"],
@@ -354,13 +356,14 @@ def timeline_figure(run: SchedulerRun, names: dict[str, str], title: str = "") -
             "ticktext": [lane.request_id for lane in lanes],
             "autorange": "reversed",
         },
-        legend={"orientation": "h", "y": -0.25},
+        legend={"orientation": "h", "x": 0.08, "y": 1.02, "yanchor": "bottom", "xanchor": "left"},
         updatemenus=[
             {
                 "type": "buttons",
                 "showactive": False,
                 "x": 0,
-                "y": 1.12,
+                "y": 1.02,
+                "yanchor": "bottom",
                 "xanchor": "left",
                 "buttons": [
                     {
@@ -382,17 +385,19 @@ def timeline_figure(run: SchedulerRun, names: dict[str, str], title: str = "") -
             {
                 "active": last,
                 "currentvalue": {"prefix": names["step"] + " "},
-                "pad": {"t": 30},
+                "pad": {"t": 50},
                 "steps": [
                     {
-                        "label": str(s["step"]),
+                        "label": str(
+                            i + 1
+                        ),  # the step's place in this run; the frame's name is Triton's step
                         "method": "animate",
                         "args": [
                             [frame_name(s)],
                             {"frame": {"duration": 0, "redraw": False}, "mode": "immediate"},
                         ],
                     }
-                    for s in run.steps
+                    for i, s in enumerate(run.steps)
                 ],
             }
         ],
