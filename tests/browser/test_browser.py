@@ -43,6 +43,7 @@ PAGE_CHECKS: dict[str, tuple[str, ...]] = {
     "ch8": ("cjk", "download"),
     "ch9": ("cjk", "download"),
     "ch10": ("cjk", "download"),
+    "ch11": ("cjk", "download"),
     "lab-protocols": ("cjk", "fragment"),  # its downloads appear after a load run (test_protocols)
     "lab-batching": ("cjk", "fragment"),  # its download appears after a run
     "lab-flow": ("cjk", "restart"),
