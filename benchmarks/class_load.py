@@ -21,6 +21,15 @@ from the database.
 
     python benchmarks/class_load.py --students 2 --questions 2 --no-lab --url HOST:PORT --grpc-url HOST:PORT
         (a running Triton instead of starting the embedded one; tests/live/test_class_load.py runs this)
+
+    python benchmarks/class_load.py --lockstep --students 30
+        (the teacher's "everyone, answer now": every student's page and quiz box load first; then each click
+        is sent by every student within 50 ms of the others (``send_spread_ms``): chapter 1's predict-first
+        radio, then for each question the choice and the Check. Quiz only. A click's latency ends at its
+        run's ``script_finished``. The JSON says ``"mode": "lockstep"``; ``fragment_clicks`` counts the clicks
+        sent inside a fragment and ``whole_page_reruns`` names any the app answered with a run of the whole
+        page instead; ``app_cpu_s_per_click`` and ``app_rss_mb_per_student`` are the app's CPU seconds
+        (user + system, all clicks and page loads) per click and its memory growth per connected student.)
 """
 
 from __future__ import annotations
@@ -84,6 +93,8 @@ class Session:
         self.held: dict[str, dict] = {}  # widget key -> the value the browser holds (sent with every rerun)
         self.texts: list[str] = []
         self.errors: list[str] = []  # exceptions the page showed (a run that crashed answers nothing)
+        self.sent_fragment, self.sent_at = "", 0.0  # the last rerun: the fragment it named, when it was sent
+        self.last: dict = {"fragments_run": None, "drawn_in": set(), "status": None}
 
     async def __aenter__(self):
         import websockets
@@ -112,8 +123,17 @@ class Session:
         """On ``page`` (default: the page of the last run), set widget values (``{key: {"string_value": "…"}}``,
         kept like a browser's) and/or click the button ``click``, then send a rerun and wait until the script (or the fragment) finished; returns seconds.
         Raises NotDrawn when a widget to set or click is not on the page."""
+        await self.send(self.prepare(set_, click, page))
+        return await self.wait()
+
+    def prepare(
+        self, set_: dict[str, dict] | None = None, click: str | None = None, page: str | None = None
+    ) -> bytes:
+        """The rerun a browser sends for this change, serialized (``run`` sends it at once; ``--lockstep`` holds
+        it until every student is ready). A change inside one fragment reruns that fragment: its id is sent,
+        as Streamlit's frontend does (``WidgetStateManager``: the widget's ``fragmentId``), with the widget
+        states of the whole page."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         if page and page != self.page:  # another page: the browser forgets this one's widgets
             self.page = page
@@ -129,18 +149,37 @@ class Session:
         fragments = {self.fragment[k] for k in touched} - {""}
         if len(fragments) == 1 and all(self.fragment[k] for k in touched):
             msg.rerun_script.fragment_id = fragments.pop()
+        self.sent_fragment = msg.rerun_script.fragment_id
         states = [(k, v) for k, v in self.held.items() if k in self.ids]
         if click:
             states.append((click, {"trigger_value": True}))
         for key, value in states:
             msg.rerun_script.widget_states.widgets.append(self._state(key, **value))
+        return msg.SerializeToString()
+
+    async def send(self, payload: bytes) -> float:
+        """Send a prepared rerun; returns the moment it was sent (``time.perf_counter``)."""
         self.texts = []
-        t0 = time.perf_counter()
-        await self.ws.send(msg.SerializeToString())
+        self.sent_at = time.perf_counter()
+        await self.ws.send(payload)
+        return self.sent_at
+
+    async def wait(self, timeout: float = 300) -> float:
+        """Read the app's answer until its script run (or fragment run) finished; returns the seconds since the
+        rerun was sent. ``self.last`` says what ran: the fragments the run was for (``new_session``'s
+        ``fragment_ids_this_run``; none: the whole page), the fragments its elements were drawn in, and
+        whether it finished as a fragment run."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self.last = {"fragments_run": None, "drawn_in": set(), "status": None}
         while True:
             fm = ForwardMsg()
-            fm.ParseFromString(await asyncio.wait_for(self.ws.recv(), 300))
+            fm.ParseFromString(await asyncio.wait_for(self.ws.recv(), timeout))
             kind = fm.WhichOneof("type")
+            if kind == "new_session":
+                self.last["fragments_run"] = list(fm.new_session.fragment_ids_this_run)
+            elif kind == "delta":
+                self.last["drawn_in"].add(fm.delta.fragment_id)
             if kind == "delta" and fm.delta.WhichOneof("type") == "add_block":
                 self._seen(_block_id(fm.delta.add_block), fm.delta.fragment_id)
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
@@ -154,7 +193,12 @@ class Session:
                     if isinstance(text, str) and text:
                         self.texts.append(text)
             elif kind == "script_finished":
-                return time.perf_counter() - t0
+                self.last["status"] = ForwardMsg.ScriptFinishedStatus.Name(fm.script_finished)
+                return time.perf_counter() - self.sent_at
+
+    def whole_page_ran(self) -> bool:
+        """Whether the last run was the whole page's script (not only the fragment the click was in)."""
+        return not self.last["fragments_run"]
 
     def _state(self, key: str, **value):
         from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -208,10 +252,106 @@ async def student(i: int, base: str, questions: list[lessons.Question], lab: boo
         me["page_errors"] = s.errors
 
 
-async def class_of(bases: list[str], n: int, questions: list[lessons.Question], lab: bool) -> dict:
+PREDICT = "tk_predict_ch1_count"  # ui/predict.py's radio of views/ch1_inference_server.py's first question
+LOCKSTEP_WINDOW_S = 0.05  # every click of one step is sent within this window
+CLICK_TIMEOUT_S = 120  # an unanswered click (e.g. a fragment id the app no longer knows) fails the run
+
+
+class Step:
+    """One lockstep step: every student holds their prepared click until all are ready, then all are sent
+    together. Records when each was sent, so the run can show they left within ``LOCKSTEP_WINDOW_S``."""
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = asyncio.Barrier(parties)
+        self.sent: dict[str, list[float]] = {}
+
+    async def click(self, s: Session, payload: bytes, name: str, me: dict) -> float:
+        """Wait for every student, send ``payload`` at once, and return its latency (to its script_finished)."""
+        await self.barrier.wait()  # every page loaded and every click prepared
+        self.sent.setdefault(name, []).append(await s.send(payload))
+        seconds = await s.wait(CLICK_TIMEOUT_S)
+        if s.sent_fragment and s.whole_page_ran():  # the app ran the whole page for a click in a fragment
+            me["whole_page_reruns"].append(name)
+        if s.sent_fragment:
+            me["fragment_clicks"] += 1
+        await self.barrier.wait()  # the next step starts when every click of this one is answered
+        return seconds
+
+    def spread_ms(self) -> float:
+        """The widest gap between the first and the last click of one step, in milliseconds."""
+        return round(max((max(t) - min(t) for t in self.sent.values()), default=0.0) * 1000, 1)
+
+
+async def lockstep_student(
+    i: int, base: str, questions: list[lessons.Question], step: Step, out: dict
+) -> None:
+    """Like ``student``, with every click sent in the same instant as every other student's: first the
+    predict-first radio of chapter 1's first live element, then for each question the choice and the Check."""
+    name = f"s{i:02d}"
+    query = f"lang=en&student={name}&class={CLASS}"
+    me = out[name] = {"quiz_clicks_s": [], "choice_clicks_s": [], "predict_clicks_s": [], "answers_sent": 0}
+    me.update(answers_shown=0, not_drawn=[], page_errors=[], whole_page_reruns=[], fragment_clicks=0)
+    me.update(lab_clicks_s=[], lab_runs_kept=0)
+    async with Session(base, "ch1", query) as s:
+        try:
+            try:
+                await s.run()
+                await s.run({lesson_ui.quiz_key(1): {"bool_value": True}})  # the reader opens the quiz's box
+                if not s.options.get(PREDICT):
+                    raise NotDrawn(PREDICT)
+                payload = s.prepare({PREDICT: {"string_value": s.options[PREDICT][0]}})
+            except NotDrawn:
+                step.barrier.abort()  # the others stop at their next step: the run fails
+                raise
+            me["predict_clicks_s"].append(await step.click(s, payload, "predict", me))
+            for n, q in enumerate(questions):
+                radio, check = quiz_keys(1, q)
+                if not s.options.get(radio):
+                    step.barrier.abort()
+                    raise NotDrawn(radio)
+                payload = s.prepare({radio: {"string_value": s.options[radio][0]}})
+                me["choice_clicks_s"].append(await step.click(s, payload, f"choice {n}", me))
+                if check not in s.ids:
+                    step.barrier.abort()
+                    raise NotDrawn(check)
+                payload = s.prepare(click=check)
+                me["quiz_clicks_s"].append(await step.click(s, payload, f"check {n}", me))
+                me["answers_sent"] += 1
+                me["answers_shown"] += s.disabled.get(radio, False)  # answered: its radio is drawn locked
+        except NotDrawn as e:
+            me["not_drawn"].append(e.args[0])
+        except asyncio.BrokenBarrierError:  # another student did not find what they click
+            pass
+        except TimeoutError:
+            me["page_errors"].append(f"no answer to a click within {CLICK_TIMEOUT_S} s")
+            step.barrier.abort()
+        me["page_errors"] += s.errors
+
+
+async def class_of(
+    bases: list[str], n: int, questions: list[lessons.Question], lab: bool, step: Step | None = None
+) -> dict:
     out: dict = {}
-    await asyncio.gather(*(student(i, bases[i % len(bases)], questions, lab, out) for i in range(n)))
+    if step is not None:
+        await asyncio.gather(
+            *(lockstep_student(i, bases[i % len(bases)], questions, step, out) for i in range(n))
+        )
+    else:
+        await asyncio.gather(*(student(i, bases[i % len(bases)], questions, lab, out) for i in range(n)))
     return out
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 @contextlib.contextmanager
@@ -233,6 +373,12 @@ def main() -> int:
     ap.add_argument("--apps", type=int, choices=(1, 2), default=1, help="app processes (on as many ports)")
     ap.add_argument("--questions", type=int, default=4, help="chapter-1 questions each student answers")
     ap.add_argument("--no-lab", action="store_true", help="quiz only")
+    ap.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="every student's page and quiz box first; then each click (chapter 1's predict-first radio, then "
+        "each question's choice and Check) sent by all students within 50 ms; quiz only",
+    )
     ap.add_argument("--metrics-url", help="with --url: the running server's metrics host:port")
     ap.add_argument("--json", help="also write the figures to this file")
     add_server_args(ap)
@@ -253,9 +399,14 @@ def main() -> int:
                 port = free_port()
                 procs.append(start_streamlit("app.py", port, OUT / f"class_load_app{k}.log"))
                 bases.append(f"http://127.0.0.1:{port}")
-            t0 = time.perf_counter()
-            per_student = asyncio.run(class_of(bases, args.students, questions, not args.no_lab))
+            step = Step(args.students) if args.lockstep else None
+            rss0 = sum(_rss_mb(p.pid) for p in procs)
+            cpu0, t0 = sum(_cpu_s(p.pid) for p in procs), time.perf_counter()
+            lab = not args.no_lab and not args.lockstep
+            per_student = asyncio.run(class_of(bases, args.students, questions, lab, step))
             wall = time.perf_counter() - t0
+            cpu = sum(_cpu_s(p.pid) for p in procs) - cpu0
+            rss = sum(_rss_mb(p.pid) for p in procs)
             store = ClassStore(url)
             report = class_report(store, CLASS)
             store.dispose()
@@ -278,16 +429,23 @@ def main() -> int:
         }
 
     students = per_student.values()
+    clicks = sum(
+        len(s[k])
+        for s in students
+        for k in ("quiz_clicks_s", "choice_clicks_s", "predict_clicks_s", "lab_clicks_s")
+        if k in s
+    )
     sent = sum(s["answers_sent"] for s in students)
     kept = sum(s["lab_runs_kept"] for s in students)
     not_drawn = sorted({key for s in students for key in s["not_drawn"]})
     page_errors = sorted({e for s in students for e in s["page_errors"]})
     result = {
+        "mode": "lockstep" if args.lockstep else "free",
         "database": args.database,
         "apps": args.apps,
         "students": args.students,
         "questions": [q.id for q in questions],
-        "lab": not args.no_lab,
+        "lab": lab,
         "wall_s": round(wall, 1),
         "answers_expected": args.students * len(questions),
         "answers_sent": sent,
@@ -302,13 +460,28 @@ def main() -> int:
         "page_errors": page_errors,  # exceptions the page showed during the run
         "quiz_click_s": spread([c for s in students for c in s["quiz_clicks_s"]], 3),
         "lab_click_s": spread([c for s in students for c in s["lab_clicks_s"]], 2),
+        "app_cpu_s": round(cpu, 2),  # user + system seconds of the app processes during the class
+        "app_cpu_s_per_click": round(cpu / clicks, 4) if clicks else None,
+        # the apps' memory growth from before the first student connected to the end, per student
+        "app_rss_mb_per_student": round((rss - rss0) / args.students, 1),
     }
+    if step is not None:
+        result.update(
+            send_spread_ms=step.spread_ms(),  # the widest first-to-last gap of one step's clicks
+            choice_click_s=spread([c for s in students for c in s["choice_clicks_s"]], 3),
+            predict_click_s=spread([c for s in students for c in s["predict_clicks_s"]], 3),
+            fragment_clicks=sum(s["fragment_clicks"] for s in students),
+            # clicks sent inside a fragment that the app answered with a run of the whole page
+            whole_page_reruns=sorted({r for s in students for r in s["whole_page_reruns"]}),
+        )
     print(json.dumps(result, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     complete = (
         not not_drawn and not page_errors and sent == result["answers_shown"] == result["answers_expected"]
     )
+    if step is not None:
+        complete = complete and result["send_spread_ms"] <= LOCKSTEP_WINDOW_S * 1000
     return 0 if complete and result["answers_lost"] == 0 and result["lab_runs_lost"] == 0 else 1
 
 
