@@ -117,21 +117,29 @@ def render_join() -> classroom.Student | None:
             st.caption(t("class.joined", student=student.nickname, code=student.class_code))
             st.button(t("class.leave"), key="tk_class_leave", on_click=_leave, type="tertiary")
             return student
-        # Lazy, like the models table and the log: every page's first paint skips the form (an expander that
-        # reruns when opened; a popover drew its form, inputs and button on every page, unseen)
-        box = boxes.remembered_expander(JOIN_BOX, f"🎒 {t('class.join_title')}")
-        if not box.open:
-            return None
-        with box:
-            with st.form("tk_class_join", border=False):
-                nickname = st.text_input(t("class.nickname"), max_chars=32, help=t("class.rule"))
-                code = st.text_input(t("class.code"), max_chars=32, help=t("class.rule"))
-                if st.form_submit_button(t("class.join"), type="primary"):
-                    _join(nickname, code)
-                    st.rerun()
-            if st.session_state.get("tk_join_error"):
-                st.error(t("class.invalid"))
+        _join_box()
     return None
+
+
+@st.fragment
+def _join_box() -> None:
+    """The join form, in a fragment: opening the box and a refused name rerun only the box; a student who
+    joined reruns the whole page (the URL, the quiz's saved answers and the sidebar change)."""
+    # Lazy, like the models table and the log: every page's first paint skips the form (an expander that
+    # reruns when opened; a popover drew its form, inputs and button on every page, unseen)
+    box = boxes.remembered_expander(JOIN_BOX, f"🎒 {t('class.join_title')}")
+    if not box.open:
+        return
+    with box:
+        with st.form("tk_class_join", border=False):
+            nickname = st.text_input(t("class.nickname"), max_chars=32, help=t("class.rule"))
+            code = st.text_input(t("class.code"), max_chars=32, help=t("class.rule"))
+            if st.form_submit_button(t("class.join"), type="primary"):
+                _join(nickname, code)
+                if not st.session_state.get("tk_join_error"):
+                    st.rerun()  # the whole app: this student from now on
+        if st.session_state.get("tk_join_error"):
+            st.error(t("class.invalid"))
 
 
 def note_page(page: str) -> None:

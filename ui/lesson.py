@@ -139,10 +139,15 @@ def _feedback(q: lessons.Question, first: int, order: tuple[int, ...]) -> None:
             )
 
 
+@st.fragment
 def render_quiz(chapter: int) -> None:
     """One radio per question in a shuffled order, a Check button; the first checked answer counts and
     locks the question; feedback and explanation appear only after checking. All in a box of its own, drawn
-    only while open (a fresh page draws the box's label)."""
+    only while open (a fresh page draws the box's label).
+
+    Fragments, so that a click costs what it changes (a class clicking at once queues on one interpreter):
+    opening the box and starting again rerun the quiz, not the lesson, its live elements and the sidebar;
+    choosing and checking rerun only that question (``_question``), which also rewrites the score line."""
     try:
         questions = lessons.load_quiz(chapter, i18n.lang())
     except lessons.LessonError:
@@ -151,53 +156,71 @@ def render_quiz(chapter: int) -> None:
     if box is None:
         return
     with box:
-        _questions(chapter, questions)
+        if not questions:
+            st.info(t("quiz.none"))
+            return
+        area = st.container()
+        score = _score_slot()
+        with area:
+            for n, q in enumerate(questions, start=1):
+                _question(chapter, q, n, len(questions), score)
+        # always drawn: a question's fragment cannot add it below the score (it reruns the whole quiz)
+        st.button(t("quiz.reset"), key=f"tk_quiz_reset_{chapter}", on_click=_reset, args=(chapter, questions))
 
 
-def _questions(chapter: int, questions: list[lessons.Question]) -> None:
-    if not questions:
-        st.info(t("quiz.none"))
-        return
+def _score_slot():
+    """The quiz's score line: an ``st.empty`` that each question's fragment writes (the last writer shows).
+
+    A fragment may write to a container of the fragment around it, but Streamlit 1.60 records which fragment
+    created a container only for blocks, not for ``st.empty`` (an element): taken for the main script's, a
+    question could not write the score during a rerun of the quiz alone. The empty is made in a block of
+    the quiz and marked as the quiz's, as a block would be."""
+    holder = st.container()
+    slot = holder.empty()
+    slot._creating_fragment_id = holder._creating_fragment_id
+    return slot
+
+
+@st.fragment
+def _question(chapter: int, q: lessons.Question, n: int, total: int, score) -> None:
+    """One question: its prompt, radio, Check button and, once checked, the feedback; then the quiz's score line
+    in ``score`` (an ``st.empty`` of the quiz, written by every question so each can rewrite it alone)."""
     progress = _progress()
-    seed = _seed()
-    for n, q in enumerate(questions, start=1):
-        key = _radio_key(chapter, q)
-        order = lessons.shuffled_order(seed, q.id, len(q.choices))
-        first = progress.choice(chapter, q.id)
-        if first is not None:
-            st.session_state[key] = first  # locked: shows the first checked answer, even after a page switch
-        st.markdown(f"**{n}.** {q.prompt}")  # outside the radio: a locked radio greys its label
-        choice = st.radio(
-            f"{n}. {q.prompt}",
-            options=list(order),
-            format_func=lambda i, q=q: q.choices[i],
-            index=None,
-            key=key,
-            persist_state="session",
-            disabled=first is not None,
-            label_visibility="collapsed",
-        )
-        st.button(
-            t("quiz.check"),
-            key=f"tk_quiz_check_{chapter}_{q.id}",
-            on_click=_check,
-            args=(chapter, q),
-            disabled=first is not None or choice is None,
-            help=t("quiz.locked") if first is not None else None,
-        )
-        if first is not None:
-            _feedback(q, first, order)
-    st.progress(
-        progress.answered(chapter) / len(questions),
+    key = _radio_key(chapter, q)
+    order = lessons.shuffled_order(_seed(), q.id, len(q.choices))
+    first = progress.choice(chapter, q.id)
+    if first is not None:
+        st.session_state[key] = first  # locked: shows the first checked answer, even after a page switch
+    st.markdown(f"**{n}.** {q.prompt}")  # outside the radio: a locked radio greys its label
+    choice = st.radio(
+        f"{n}. {q.prompt}",
+        options=list(order),
+        format_func=lambda i, q=q: q.choices[i],
+        index=None,
+        key=key,
+        persist_state="session",
+        disabled=first is not None,
+        label_visibility="collapsed",
+    )
+    st.button(
+        t("quiz.check"),
+        key=f"tk_quiz_check_{chapter}_{q.id}",
+        on_click=_check,
+        args=(chapter, q),
+        disabled=first is not None or choice is None,
+        help=t("quiz.locked") if first is not None else None,
+    )
+    if first is not None:
+        _feedback(q, first, order)
+    score.progress(
+        progress.answered(chapter) / total,
         text=t(
             "quiz.score",
             correct=progress.correct(chapter),
             answered=progress.answered(chapter),
-            total=len(questions),
+            total=total,
         ),
     )
-    if progress.answered(chapter):
-        st.button(t("quiz.reset"), key=f"tk_quiz_reset_{chapter}", on_click=_reset, args=(chapter, questions))
 
 
 def page_link(path: str, key: str) -> None:

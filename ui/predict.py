@@ -41,7 +41,15 @@ def choices(prefix: str, keys: tuple[str, ...], **kw) -> dict[str, str]:
 
 def ask(key: str, prompt: str, options: dict[str, str]) -> str | None:
     """The prediction line: the question and its choices, none chosen at first; returns the chosen key."""
-    return st.radio(
+    _ask(key, prompt, options)
+    return st.session_state.get(_radio_key(key))
+
+
+@st.fragment
+def _ask(key: str, prompt: str, options: dict[str, str]) -> None:
+    """The radio, in a fragment of its own: choosing reruns only this line, not the page or the live element
+    around it (the choice is read from the session state by ``lock`` when the run button is clicked)."""
+    st.radio(
         f"🔮 {prompt}",
         list(options),
         format_func=lambda k: options.get(k, k),

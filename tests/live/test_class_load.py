@@ -37,3 +37,38 @@ def test_class_load_two_students_find_and_record_every_click(server, tmp_path):
     assert result["students_in_database"] == 2
     assert result["quiz_click_s"]["max"] > 0
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_class_load_lockstep_clicks_rerun_only_their_fragment(server, tmp_path):
+    """``--lockstep`` with two students: every click of a step leaves within 50 ms of the others, the quiz's and
+    the predict-first question's clicks are sent as a browser sends them, inside their fragment (the id the
+    page drew them in), and the app answers each with a run of that fragment, not of the whole page."""
+    out = tmp_path / "class_load.json"
+    cmd = [
+        sys.executable,
+        "benchmarks/class_load.py",
+        "--lockstep",
+        "--students=2",
+        "--questions=2",
+        f"--url={server.http_url}",
+        f"--grpc-url={server.grpc_url}",
+        f"--metrics-url={server.metrics_url}",
+        f"--json={out}",
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert out.exists(), done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    assert result["mode"] == "lockstep"
+    assert result["not_drawn"] == [] and result["page_errors"] == [], result
+    assert result["answers_sent"] == result["answers_shown"] == result["answers_in_database"] == 4, result
+    assert result["send_spread_ms"] <= 50, result
+    # per student: the predict-first choice, and each question's choice and Check, all inside a fragment
+    assert result["fragment_clicks"] == 2 * (1 + 2 * 2), (
+        f"a click the benchmark sent outside any fragment: the page drew it outside one ({result})"
+    )
+    assert result["whole_page_reruns"] == [], (
+        f"a click inside a fragment reran the whole page: {result['whole_page_reruns']}"
+    )
+    for kind in ("quiz_click_s", "choice_click_s", "predict_click_s"):
+        assert result[kind]["max"] > 0, result
+    assert done.returncode == 0, done.stdout + done.stderr
