@@ -177,7 +177,7 @@ def python_backend() -> None:
         st.caption(t("py_inside.stubs_note", n=len(found)))
     else:
         st.info(t("py_inside.stubs_remote"))
-    options = predict.choices("py_inside", ("list", "stacked", "one_each"))
+    options = predict.choices("py_inside.opt", ("list", "stacked", "one_each"))
     predict.ask("ch3_inside", t("py_inside.predict", n=shapes.INSIDE_BURST), options)
     if server.run_button(t("py_inside.run", n=shapes.INSIDE_BURST), key="ch3_inside_run", type="primary"):
         predict.measure(

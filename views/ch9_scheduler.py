@@ -116,7 +116,7 @@ def shape_batches() -> None:
         persist_state="session",
         help=t("shapes.pad_help", longest=shapes.LONGEST),
     )
-    options = predict.choices("shapes", ("one", "few", "all"), n=n)
+    options = predict.choices("shapes.opt", ("one", "few", "all"), n=n)
     predict.ask("ch9_shape", t("shapes.predict", n=n, longest=shapes.LONGEST), options)
     if st.button(t("shapes.run", s=shapes.RUN_S), type="primary", key="ch9_shape_run"):
         try:  # a padding shorter than the longest row is said at once; the last result stays
