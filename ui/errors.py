@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 GENERIC = "unexpected"
 # Codes that are a limit of the server chosen, not a failure: a warning, not an error box.
-WARNING_CODES = frozenset({"no_control_api", "metrics_unreachable"})
+WARNING_CODES = frozenset({"no_control_api", "metrics_unreachable", "shm_refused"})
 # Library codes that share a message with another code (kserve's and the protocols' connection and HTTP codes).
 ALIASES = {
     "connection": "server_unreachable",

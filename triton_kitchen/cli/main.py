@@ -49,6 +49,7 @@ from triton_kitchen.tools.load import (
 )
 from triton_kitchen.tools.perf_analyzer import PerfAnalyzerError, cross_check
 from triton_kitchen.tools.protocols import BENCH_PROTOCOLS, DEFAULT_TIMEOUT_S, base_protocol
+from triton_kitchen.tools.protocols import shm as shm_protocol
 from triton_kitchen.tools.stability import MAX_WINDOWS, run_stable
 
 AddParser = Callable[[argparse._SubParsersAction], argparse.ArgumentParser]
@@ -466,6 +467,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     f"statistics: {http} (the same server as {url}: their statistics agree)", file=sys.stderr
                 )
         endpoint = Endpoint(http_url=http, grpc_url=url)
+        if args.protocol in shm_protocol.SHM_PROTOCOLS:
+            # asked once, before the run: a server that refuses every region would fail each request alike
+            refused = shm_protocol.refusal(endpoint, args.protocol)
+            if refused:
+                print(f"error: {refused}\nhint: {shm_protocol.REFUSED_HINT}", file=sys.stderr)
+                return 1
     else:
         server = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
         if not args.json:
@@ -517,6 +524,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _print_bytes_per_request(result.wire)
     for message in result.error_messages:
         print(f"error: {message}", file=sys.stderr)
+    if any(m.startswith("shm_refused") for m in result.error_messages):
+        print(f"hint: {shm_protocol.REFUSED_HINT}", file=sys.stderr)
     if check is not None:
         print(
             f"cross-check: engine {check['engine_rps']:.1f}/s, perf_analyzer {check['perf_analyzer_rps']:.1f}/s, "

@@ -14,6 +14,11 @@ As with the other protocols the request is encoded once and the inputs written o
 ``--shared-memory system`` does the same); reading the outputs out of the region, like decoding a response,
 is not part of the measured latency. An output must have a known size: BYTES outputs get
 :data:`BYTES_PER_ELEMENT` per element.
+
+From Triton 2.68 (NGC 26.04) a server started without ``--allow-client-shm=true`` refuses a client's register and
+unregister (HTTP 501, gRPC UNIMPLEMENTED, :data:`CLIENT_SHM_DISABLED`) while its extension list still names
+``system_shared_memory``: a caller then fails with a :class:`ProtocolError` of code ``shm_refused``, and its
+clean-up takes the refused unregister in its stride. :func:`refusal` asks a server once, with a one-byte region.
 """
 
 from __future__ import annotations
@@ -44,6 +49,17 @@ REGION_PREFIX = "tk_shm_"
 UNREGISTER_TIMEOUT_S = 2.0  # one unregister request
 UNREGISTER_WAIT_S = 10.0  # how long a region the server still uses is asked for again
 
+# Triton's words when client shared memory is off (server r26.04 src/common.h kClientShmDisabledErrorStr, sent
+# with TRITONSERVER_ERROR_UNSUPPORTED: HTTP 501, gRPC UNIMPLEMENTED; commit d78c99c, server #8721/#8739)
+CLIENT_SHM_DISABLED = (
+    "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable."
+)
+REFUSED_HINT = (
+    "this server refuses client shared memory: from Triton 2.68 (NGC 26.04) tritonserver accepts a client's "
+    "region only when started with --allow-client-shm=true (its extension list still names shared memory); "
+    "restart it with that flag, or measure over http-binary or grpc"
+)
+
 _open: set[ShmCaller] = set()  # callers whose region exists (held, not weakly: closed at exit at the latest)
 _open_lock = threading.Lock()
 
@@ -57,6 +73,13 @@ def check_bench_protocol(protocol: str) -> str:
     if protocol not in BENCH_PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(BENCH_PROTOCOLS)}")
     return protocol
+
+
+def client_shm_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (a tritonclient or REST error) is a server's refusal of client shared memory."""
+    text = exc.message() if isinstance(exc, InferenceServerException) else getattr(exc, "detail", "")
+    text = f"{text or ''} {exc}"
+    return "client shared memory is disabled" in text.lower() or "--allow-client-shm" in text
 
 
 def make_caller(
@@ -149,10 +172,12 @@ class ShmCaller(Caller):
                 kserve.register_system_shm(self.address, self.region, self.key, size)
         except InferenceServerException as exc:
             self.close()
-            raise ProtocolError(f"registering shared memory: {exc.message() or exc}", "server") from exc
+            kind = "shm_refused" if client_shm_refused(exc) else "server"
+            raise ProtocolError(f"registering shared memory: {exc.message() or exc}", kind) from exc
         except kserve.KServeError as exc:
             self.close()
             kind = exc.code if exc.code in ("connection", "timeout") else "server"
+            kind = "shm_refused" if client_shm_refused(exc) else kind
             raise ProtocolError(f"registering shared memory: {exc.detail or exc}", kind) from exc
         except shm.SharedMemoryException as exc:
             self.close()
@@ -179,7 +204,8 @@ class ShmCaller(Caller):
     def _unregister(self) -> None:
         """Ask the server to let go, again while it answers that the region is in use: Triton keeps a region
         that a request still in flight there names (one whose client gave up at its deadline) until that
-        request is done. Unregistering a name the server does not hold succeeds, so asking twice is harmless."""
+        request is done. Unregistering a name the server does not hold succeeds, so asking twice is harmless; a
+        server that refuses client shared memory refuses the unregister too, and holds nothing of ours."""
         give_up = time.monotonic() + UNREGISTER_WAIT_S
         while True:
             try:
@@ -196,7 +222,7 @@ class ShmCaller(Caller):
                     kserve.unregister_system_shm(self.address, self.region, timeout=UNREGISTER_TIMEOUT_S)
                 return
             except (InferenceServerException, kserve.KServeError) as exc:
-                if "in use" not in str(exc) or time.monotonic() >= give_up:
+                if client_shm_refused(exc) or "in use" not in str(exc) or time.monotonic() >= give_up:
                     return  # the server is gone (it holds nothing of ours any more), or kept it past our wait
                 time.sleep(0.05)
 
@@ -262,6 +288,31 @@ def _close_all() -> None:
         callers = list(_open)
     for caller in callers:
         caller._release()
+
+
+def refusal(endpoint: Endpoint, protocol: str = "http-shm", timeout_s: float = 5.0) -> str | None:
+    """Triton's words when the server refuses client shared memory (a one-byte region registered and
+    unregistered over ``protocol``'s socket protocol), else None: allowed, or another failure, which the
+    caller's own calls will report."""
+    region = f"{REGION_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+    handle = shm.create_shared_memory_region(region, "/" + region, 1)
+    try:
+        if BASE.get(protocol, protocol) == "grpc":
+            client = grpcclient.InferenceServerClient(endpoint.grpc_url)
+            try:
+                client.register_system_shared_memory(region, "/" + region, 1, client_timeout=timeout_s)
+                client.unregister_system_shared_memory(region, client_timeout=timeout_s)
+            finally:
+                client.close()
+        else:
+            kserve.register_system_shm(endpoint.http_url, region, "/" + region, 1, timeout=timeout_s)
+            kserve.unregister_system_shm(endpoint.http_url, region, timeout=timeout_s)
+    except (InferenceServerException, kserve.KServeError) as exc:
+        if client_shm_refused(exc):
+            return exc.message() if isinstance(exc, InferenceServerException) else exc.detail or str(exc)
+    finally:
+        shm.destroy_shared_memory_region(handle)
+    return None
 
 
 def leftover_regions(pid: int | None = None) -> list[str]:
