@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.parse
 
 import streamlit as st
 import streamlit.components.v1 as components
@@ -25,7 +26,9 @@ JOIN_BOX = "tk_class_join_open"  # the class box's expander: its form is drawn o
 _REMEMBERED = "tk_student_remembered"
 _LEFT = ("forget", "forgotten")
 STORAGE_KEY = "triton-kitchen-student"
-COOKIE = "tk_student"  # "nickname:class", read back through st.context.cookies on the next visit
+# "nickname:class", percent-encoded (a cookie value is ASCII; a nickname may be 陈同学), read back through
+# st.context.cookies on the next visit
+COOKIE = "tk_student"
 COOKIE_DAYS = 180
 
 
@@ -41,7 +44,7 @@ def _from_cookie() -> classroom.Student | None:
         raw = st.context.cookies.get(COOKIE, "")
     except Exception:  # noqa: BLE001 - no browser (a bare script, some test harnesses)
         return None
-    nickname, _, code = str(raw).partition(":")
+    nickname, _, code = urllib.parse.unquote(str(raw)).partition(":")
     return classroom.student_from(nickname, code)
 
 
@@ -65,7 +68,7 @@ def current_student() -> classroom.Student | None:
 
 def _join(nickname: str, class_code: str) -> None:
     nickname, class_code = nickname.strip(), class_code.strip()
-    if not classroom.valid(nickname) or not classroom.valid(class_code):
+    if not classroom.valid_nickname(nickname) or not classroom.valid(class_code):
         st.session_state["tk_join_error"] = True
         return
     st.session_state.pop("tk_join_error", None)
@@ -97,7 +100,8 @@ def _browser_memory(student: classroom.Student | None) -> None:
         )
     else:
         value = json.dumps({"student": student.nickname, "class": student.class_code})
-        cookie = f"{COOKIE}={student.nickname}:{student.class_code}; path=/; max-age={COOKIE_DAYS * 86400}; SameSite=Lax"
+        kept = urllib.parse.quote(f"{student.nickname}:{student.class_code}", safe=":")
+        cookie = f"{COOKIE}={kept}; path=/; max-age={COOKIE_DAYS * 86400}; SameSite=Lax"
         script = (
             f"window.parent.localStorage.setItem({json.dumps(STORAGE_KEY)}, {json.dumps(value)});"
             f"window.parent.document.cookie = {json.dumps(cookie)};"
@@ -117,22 +121,34 @@ def render_join() -> classroom.Student | None:
             st.caption(t("class.joined", student=student.nickname, code=student.class_code))
             st.button(t("class.leave"), key="tk_class_leave", on_click=_leave, type="tertiary")
             return student
-        _join_box()
+        refused = url_identity_refused()
+        if refused:  # never silently: this student's answers would not reach the teacher
+            st.warning(t("class.url_refused"), icon="⚠️")
+        _join_box(refused)
     return None
 
 
+def url_identity_refused() -> bool:
+    """Whether the URL names a student or class (``?student=&class=``) that was not taken: a name or code
+    outside the rules, or only one of the two."""
+    named = st.query_params.get("student") or st.query_params.get("class")
+    return bool(named) and (
+        classroom.student_from(st.query_params.get("student"), st.query_params.get("class")) is None
+    )
+
+
 @st.fragment
-def _join_box() -> None:
+def _join_box(open_first: bool = False) -> None:
     """The join form, in a fragment: opening the box and a refused name rerun only the box; a student who
     joined reruns the whole page (the URL, the quiz's saved answers and the sidebar change)."""
     # Lazy, like the models table and the log: every page's first paint skips the form (an expander that
     # reruns when opened; a popover drew its form, inputs and button on every page, unseen)
-    box = boxes.remembered_expander(JOIN_BOX, f"🎒 {t('class.join_title')}")
+    box = boxes.remembered_expander(JOIN_BOX, f"🎒 {t('class.join_title')}", default=open_first)
     if not box.open:
         return
     with box:
         with st.form("tk_class_join", border=False):
-            nickname = st.text_input(t("class.nickname"), max_chars=32, help=t("class.rule"))
+            nickname = st.text_input(t("class.nickname"), max_chars=32, help=t("class.nickname_rule"))
             code = st.text_input(t("class.code"), max_chars=32, help=t("class.rule"))
             if st.form_submit_button(t("class.join"), type="primary"):
                 _join(nickname, code)

@@ -25,6 +25,7 @@ from triton_kitchen.classroom import (
     question_table,
     student_from,
 )
+from triton_kitchen.core import lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,16 +50,27 @@ def store(request, tmp_path):
     s.dispose()
 
 
-@pytest.mark.parametrize("name", ["amy", "Bob-2", "x_y", "a" * 32])
+@pytest.mark.parametrize("name", ["amy", "Bob-2", "x_y", "a" * 32, "陈同学", "李雷_2", "José", "陈" * 32])
 def test_valid_nicknames(name):
+    """A Chinese-first classroom: nicknames in any script's letters, as typed or given in the URL."""
     assert Student(name, "c1").nickname == name
+    assert student_from(name, "c1") == Student(name, "c1")
 
 
-@pytest.mark.parametrize("name", ["", "a" * 33, "<b>amy</b>", "amy smith", "李雷", "amy;drop", "../x"])
+@pytest.mark.parametrize(
+    "name", ["", "a" * 33, "陈" * 33, "<b>amy</b>", "amy smith", "陈 同学", "amy;drop", "../x", "a:b", "陈。"]
+)
 def test_other_names_are_refused_never_stored(name):
     with pytest.raises(IdentityError):
         Student(name, "c1")
     assert student_from(name, "c1") is None and student_from("amy", name) is None
+
+
+def test_class_codes_stay_ascii():
+    """The one code every student types: ASCII letters, digits, - and _ (a nickname may be Chinese)."""
+    with pytest.raises(IdentityError, match="class"):
+        Student("amy", "三班")
+    assert student_from("陈同学", "三班") is None
 
 
 def test_answers_survive_a_new_store_and_first_tries_count_once(store):
@@ -253,3 +265,46 @@ def test_leave_stays_left_though_the_first_requests_cookie_still_names_the_stude
     at.sidebar.text_input[1].input("t-101")
     at.sidebar.button[0].click().run()
     assert at.query_params["student"] == ["bo"]
+
+
+@pytest.mark.app
+def test_a_chinese_nickname_joins_from_the_form_and_from_the_url(tmp_path, monkeypatch):
+    """陈同学 joins by the sidebar's form and by a link (``?student=陈同学&class=k8s-101``): both are kept, and the
+    answer reaches the class database under that name."""
+    at = _app(tmp_path, monkeypatch)
+    at.sidebar.text_input[0].input("陈同学")
+    at.sidebar.text_input[1].input("k8s-101")
+    at.sidebar.button[0].click().run()
+    assert at.query_params["student"] == ["陈同学"] and not at.sidebar.error
+    by_link = _app(tmp_path, monkeypatch, student="李雷", **{"class": "k8s-101"})
+    assert any("李雷" in c.value for c in by_link.sidebar.caption) and not by_link.sidebar.warning
+    by_link.radio[0].set_value(0).run()
+    by_link.button(key=f"tk_quiz_check_1_{first_question_id()}").click().run()
+    saved = ClassStore(f"sqlite:///{tmp_path / 'class.db'}")
+    assert {s["nickname"] for s in saved.students("k8s-101")} >= {"李雷"}
+    assert class_report(saved, "k8s-101")["quiz_answers"] == 1
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("params", [{"student": "陈 同学", "class": "k8s-101"}, {"student": "amy"}])
+def test_a_refused_url_identity_says_so(tmp_path, monkeypatch, params):
+    """A name in the URL that was not taken (outside the rules, or without its class) is said on the page, the
+    join form opens, and nothing is written."""
+    from ui import classroom as class_ui
+
+    monkeypatch.setattr(class_ui, "_from_cookie", lambda: None)
+    at = _app(tmp_path, monkeypatch, **params)
+    assert [w.value for w in at.sidebar.warning] == [lessons.t("class.url_refused", "en")]
+    assert at.sidebar.text_input, "the join form is open"
+    assert class_report(ClassStore(f"sqlite:///{tmp_path / 'class.db'}"))["students"] == 0
+
+
+def test_the_cookie_keeps_a_chinese_nickname_in_ascii(monkeypatch):
+    """The browser's memory of the student is percent-encoded (a cookie value is ASCII) and read back."""
+    from ui import classroom as class_ui
+
+    class Ctx:
+        cookies = {class_ui.COOKIE: "%E9%99%88%E5%90%8C%E5%AD%A6:k8s-101"}
+
+    monkeypatch.setattr(class_ui.st, "context", Ctx())
+    assert class_ui._from_cookie() == Student("陈同学", "k8s-101")

@@ -5,7 +5,7 @@ migrations and retried writes), ``report`` (the ``class report`` document, the t
 """
 
 from triton_kitchen.classroom import figures
-from triton_kitchen.classroom.identity import IdentityError, Student, student_from, valid
+from triton_kitchen.classroom.identity import IdentityError, Student, student_from, valid, valid_nickname
 from triton_kitchen.classroom.report import answers_csv, class_report, lab_rows, question_table
 from triton_kitchen.classroom.store import ClassStore, default_url, shared_store
 
@@ -22,4 +22,5 @@ __all__ = [
     "shared_store",
     "student_from",
     "valid",
+    "valid_nickname",
 ]
