@@ -152,3 +152,13 @@ def test_a_run_counts_only_responses_that_carried_a_token():
     result = generation.LoadResult([run], 2.0, 1)
     s = generation.summarize(result)
     assert s["tokens_per_s"] == 1.0 and s["ttft_ms"]["p50"] is not None and s["itl_ms"]["p99"] is not None
+
+
+def test_bench_streaming_flags_are_checked_before_any_server_starts(capsys):
+    from triton_kitchen.__main__ import main
+
+    assert main(["bench", "--model", "m"]) == 2
+    assert "--protocol is required" in capsys.readouterr().err
+    assert main(["bench", "--model", "m", "--streaming", "--protocol", "http-shm"]) == 2
+    assert main(["bench", "--model", "m", "--streaming", "--requests", "0"]) == 2
+    assert main(["bench", "--model", "m", "--streaming", "--concurrency", "0"]) == 2
