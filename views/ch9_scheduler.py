@@ -570,8 +570,10 @@ def _own_sequence(ep) -> None:
         errors.show_error(exc)
     st.session_state.setdefault("ch9_seq_own_id", str(stateful.new_id()))
     left, right = st.columns(2)
-    corr = left.text_input(t("ch9.seq_own_id"), key="ch9_seq_own_id")
-    x = right.number_input(t("ch9.seq_own_x"), value=1.0, step=1.0, key="ch9_seq_own_x")
+    corr = left.text_input(t("ch9.seq_own_id"), key="ch9_seq_own_id", persist_state="session")
+    x = right.number_input(
+        t("ch9.seq_own_x"), value=1.0, step=1.0, key="ch9_seq_own_x", persist_state="session"
+    )
     buttons = st.columns(3)
     pressed = None
     for col, action in zip(buttons, ("start", "add", "end"), strict=True):

@@ -17,4 +17,8 @@ EXPECTED = {
     "fuse_logits",
     "second_opinion",
     "streamer",
+    "cache_drill",
+    "warmup_drill",
+    "running_sum",
+    "running_sum_plain",
 }
