@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 
 from triton_kitchen.core import kserve
-from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.endpoint import Endpoint, remote_headers
 from triton_kitchen.core.server import EmbeddedServer
 from triton_kitchen.core.settings import settings
 from triton_kitchen.core.supervisor import RESTART_TIMEOUT_S, ServerSupervisor
@@ -139,7 +139,13 @@ def raw_endpoint() -> Endpoint | None:
     if server_mode() == "remote":
         http_url, grpc_url = remote_urls()
         metrics_url = remote_metrics_url() or None  # None: metrics.address_of reads the HTTP host's 8002
-        return Endpoint(http_url=http_url, grpc_url=grpc_url, embedded=False, metrics_url=metrics_url)
+        return Endpoint(
+            http_url=http_url,
+            grpc_url=grpc_url,
+            embedded=False,
+            metrics_url=metrics_url,
+            headers=remote_headers(),  # TRITON_KITCHEN_KEY: the restricted repository API's key
+        )
     sup = supervisor()
     if sup.server is None and sup.error is None:
         sup.start_async()  # no page waits for Triton: the status poller reruns them once it is up

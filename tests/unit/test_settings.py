@@ -27,6 +27,7 @@ SET = [
     ("TRITON_KITCHEN_TEACHER_TOKEN", "s3cret", "teacher_token", "s3cret"),
     ("TRITON_KITCHEN_AUTO_RESTART", "Off", "auto_restart", False),
     ("TRITON_KITCHEN_LOG_LEVEL", "debug", "log_level", "DEBUG"),
+    ("TRITON_KITCHEN_KEY", "k3y", "key", "k3y"),
 ]
 
 

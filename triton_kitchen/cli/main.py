@@ -24,7 +24,7 @@ from triton_kitchen.cli.simulate import add_simulate_parser
 from triton_kitchen.cli.trace import add_trace_parser
 from triton_kitchen.core import kserve
 from triton_kitchen.core.config import ConfigError, is_model_dir, load_repository
-from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint, host_port
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, RESTRICTED_HEADER, Endpoint, host_port
 from triton_kitchen.core.ensemble import (
     DEFAULT_OPTIONS,
     CheckOptions,
@@ -36,6 +36,7 @@ from triton_kitchen.core.ensemble import (
     validate_repository,
 )
 from triton_kitchen.core.server import DEFAULT_REPOSITORY, EmbeddedServer, ServerStartError
+from triton_kitchen.core.settings import settings
 from triton_kitchen.core.versions import EMBEDDED, NEWEST, VersionError, checked_version
 from triton_kitchen.tools import generation, server_stats
 from triton_kitchen.tools.bench import WireCount
@@ -71,6 +72,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         host=args.host,
     )
+    given_key = settings().key
+    if given_key:  # the key the app and the CLI already hold; else the server's own random one, printed below
+        server.key = given_key
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -85,7 +89,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"ready in {server.startup_seconds:.1f} s: HTTP {server.http_url}  gRPC {server.grpc_url}  "
         f"metrics {server.metrics_url}\nlog: {server.log_file}\ntrace file: {server.trace_file}\n"
-        "Ctrl-C stops the server.",
+        f"repository and trace APIs: restricted to the header {RESTRICTED_HEADER}; "
+        + (
+            "its key is TRITON_KITCHEN_KEY's\n"
+            if given_key
+            else f"for the app and the CLI (batching lab, trace):\n  export TRITON_KITCHEN_KEY={server.key}\n"
+        )
+        + "Ctrl-C stops the server.",
         flush=True,
     )
     try:

@@ -11,7 +11,7 @@ import json
 import re
 import sys
 
-from triton_kitchen.core.endpoint import Endpoint, host_port
+from triton_kitchen.core.endpoint import Endpoint, host_port, remote_headers
 from triton_kitchen.tools.inside import (
     PROTOCOLS,
     InsideError,
@@ -67,7 +67,8 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
     url = host_port(args.url)
     if args.protocol == "http":
         return Endpoint.remote(http_url=url)
-    return Endpoint(http_url="", grpc_url=url)  # the HTTP side is found once the gRPC server has answered
+    # the HTTP side is found once the gRPC server has answered
+    return Endpoint(http_url="", grpc_url=url, headers=remote_headers())
 
 
 def _with_statistics(args: argparse.Namespace, endpoint: Endpoint) -> Endpoint:
@@ -78,7 +79,7 @@ def _with_statistics(args: argparse.Namespace, endpoint: Endpoint) -> Endpoint:
     http, note = grpc_statistics_address(endpoint.grpc_url, args.stats_url)
     if note:
         raise InsideError("no_server", note)
-    return Endpoint(http_url=http, grpc_url=endpoint.grpc_url)
+    return Endpoint(http_url=http, grpc_url=endpoint.grpc_url, headers=endpoint.headers)
 
 
 def _report(args: argparse.Namespace) -> InsideReport:

@@ -11,6 +11,15 @@ from dataclasses import dataclass, field
 from triton_kitchen.core.settings import settings
 
 DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
+# The header that unlocks a restricted repository or trace API (tritonserver --http-restricted-api=...:<header>=<key>)
+RESTRICTED_HEADER = "triton-kitchen-key"
+
+
+def remote_headers() -> dict[str, str]:
+    """What the app sends a remote server besides each request: the restricted APIs' key, when
+    ``TRITON_KITCHEN_KEY`` gives one (``serve`` and docker-compose.gpu.yml restrict the repository API to it)."""
+    key = settings().key
+    return {RESTRICTED_HEADER: key} if key else {}
 
 
 @dataclass
@@ -35,12 +44,15 @@ class Endpoint:
     @classmethod
     def remote(cls, http_url: str = "", grpc_url: str = "", metrics_url: str = "") -> Endpoint:
         """A remote server; a URL not given is the other one's host on Triton's default port (the metrics
-        URL: left None, read as the HTTP host's 8002 by ``metrics.address_of``)."""
+        URL: left None, read as the HTTP host's 8002 by ``metrics.address_of``). Its headers carry the
+        restricted APIs' key from ``TRITON_KITCHEN_KEY`` (:func:`remote_headers`)."""
         http_url, grpc_url, metrics_url = http_url.strip(), grpc_url.strip(), metrics_url.strip()
         http = with_port(http_url, "http") if http_url else _swap_port(grpc_url, DEFAULT_PORTS["http"])
         grpc = with_port(grpc_url, "grpc") if grpc_url else _swap_port(http_url, DEFAULT_PORTS["grpc"])
         metrics = with_port(metrics_url, "metrics") if metrics_url else None
-        return cls(http_url=http, grpc_url=grpc, embedded=False, metrics_url=metrics)
+        return cls(
+            http_url=http, grpc_url=grpc, embedded=False, metrics_url=metrics, headers=remote_headers()
+        )
 
 
 def host_port(url: str) -> str:

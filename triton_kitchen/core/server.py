@@ -23,13 +23,12 @@ import time
 from pathlib import Path
 
 from triton_kitchen.core import kserve
-from triton_kitchen.core.endpoint import DEFAULT_PORTS, Endpoint
+from triton_kitchen.core.endpoint import DEFAULT_PORTS, RESTRICTED_HEADER, Endpoint
 from triton_kitchen.core.errors import KitchenError
 from triton_kitchen.core.settings import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_REPOSITORY = REPO_ROOT / "model_repository"
-RESTRICTED_HEADER = "triton-kitchen-key"
 RESTRICTED_CATEGORIES = "model-repository,trace"
 # the response cache every model with `response_cache { enable: true }` uses (the wheel's caches/local library)
 RESPONSE_CACHE_BYTES = 16 * 1024 * 1024

@@ -26,6 +26,7 @@ REPOSITORY_ROOT_ENV = "TRITON_KITCHEN_REPOSITORY_ROOT"
 TEACHER_TOKEN_ENV = "TRITON_KITCHEN_TEACHER_TOKEN"
 AUTO_RESTART_ENV = "TRITON_KITCHEN_AUTO_RESTART"
 LOG_LEVEL_ENV = "TRITON_KITCHEN_LOG_LEVEL"
+KEY_ENV = "TRITON_KITCHEN_KEY"
 
 
 def _default_workers() -> int:
@@ -70,6 +71,13 @@ class Settings:
         METRICS_URL_ENV,
         "",
         "A remote Triton's metrics address, where it is not the HTTP host's port 8002.",
+    )
+    key: str = _var(
+        KEY_ENV,
+        "",
+        "The key of a remote Triton's restricted repository and trace APIs (sent as the triton-kitchen-key header "
+        "to every remote server): the one docker-compose.gpu.yml gives the server, or the one `serve` prints.",
+        str,
     )
     lab_workers: int = _var(
         LAB_WORKERS_ENV,

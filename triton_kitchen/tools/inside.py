@@ -392,7 +392,9 @@ def look_inside(
             try:
                 _, timeline = trace.capture(endpoint, model, send, timeout_s=TRACE_WAIT_S, local=True)
             except (kserve.KServeError, trace.TraceError) as exc:  # trace API closed, file out of reach
-                notes.append(f"no trace: {exc.detail or exc}")
+                closed = isinstance(exc, kserve.KServeError) and exc.code == "no_control_api"
+                key = " (set TRITON_KITCHEN_KEY to the server's key: `serve` prints it)" if closed else ""
+                notes.append(f"no trace: {exc.detail or exc}{key}")
         if "result" not in sent:
             send()
         after = _settled_after(endpoint, model, before)
