@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen.labs.demo import MISTAKES, run_tutorial
-from ui import errors, i18n, predict, server
+from ui import errors, giving_up_drill, i18n, predict, server
 from ui.i18n import t
 from ui.image_picker import pick_image
 from ui.lesson import render_lesson
@@ -60,4 +60,4 @@ def demo() -> None:
         predict.reveal("ch7_out", options, runs[0].output_kind())
 
 
-render_lesson(7, live={"code": demo})
+render_lesson(7, live={"code": demo, "giving_up": giving_up_drill.demo})
