@@ -1,5 +1,10 @@
 """Which server a session talks to: the embedded one, or a remote one chosen in the sidebar or by
-TRITON_HTTP_URL/TRITON_GRPC_URL (kept in the session's state)."""
+TRITON_HTTP_URL/TRITON_GRPC_URL (kept in the session's state).
+
+A remote server chosen here is also named in the URL (``?remote=host:port&remote_grpc=host:port``, and
+``remote_metrics`` where one was given), so a reload, a new tab or a copied link keeps it; the URL is obeyed
+only for a session that may choose the server (:func:`ui.i18n.is_teacher`). The environment's own server, and
+the embedded one, leave the URL alone."""
 
 from __future__ import annotations
 
@@ -12,6 +17,42 @@ _REMOTE_KEY = "tk_remote"  # (http_url, grpc_url)
 # (the HTTP address it was given for, the metrics host:port): another HTTP server gets its host's 8002, never
 # the counts of the server before it
 _METRICS_KEY = "tk_remote_metrics"
+URL_PARAMS = ("remote", "remote_grpc", "remote_metrics")
+
+
+def _from_url() -> bool:
+    """Take the remote server the URL names, for a session that may choose it; True when it did."""
+    http = (st.query_params.get("remote") or "").strip()
+    if not http:
+        return False
+    from ui.i18n import is_teacher
+
+    if not is_teacher():
+        return False
+    grpc = (st.query_params.get("remote_grpc") or "").strip()
+    use_remote(
+        http, grpc or Endpoint.remote(http_url=http).grpc_url, st.query_params.get("remote_metrics") or ""
+    )
+    return True
+
+
+def _sync_url() -> None:
+    """Name the remote server chosen in this session in the URL; drop it for the embedded or the environment's."""
+    want: dict[str, str] = {}
+    if st.session_state.get(_MODE_KEY) == "remote" and _REMOTE_KEY in st.session_state:
+        http, grpc = st.session_state[_REMOTE_KEY]
+        env = Endpoint.from_env()
+        if env is None or (env.http_url, env.grpc_url) != (http, grpc):
+            want = {"remote": http, "remote_grpc": grpc}
+            given_for, metrics = st.session_state.get(_METRICS_KEY, ("", ""))
+            if metrics and given_for == http:
+                want["remote_metrics"] = metrics
+    for param in URL_PARAMS:
+        if param in want:
+            if st.query_params.get(param) != want[param]:
+                st.query_params[param] = want[param]
+        elif param in st.query_params:
+            del st.query_params[param]
 
 
 def uses_embedded(session_state) -> bool:
@@ -24,11 +65,12 @@ def uses_embedded(session_state) -> bool:
 
 def server_mode() -> str:
     """ "remote" when the sidebar or TRITON_HTTP_URL/TRITON_GRPC_URL chose one, else "embedded"."""
-    if _MODE_KEY not in st.session_state:
+    if _MODE_KEY not in st.session_state and not _from_url():
         env = Endpoint.from_env()
         st.session_state[_MODE_KEY] = "remote" if env else "embedded"
         if env:
             st.session_state[_REMOTE_KEY] = (env.http_url, env.grpc_url)
+    _sync_url()
     return st.session_state[_MODE_KEY]
 
 
