@@ -100,6 +100,11 @@ def schedulers() -> None:
     if ep is None:
         server.say_no_server()
         return
+    names = _names()
+    cols = st.columns(2)
+    for col, (scheduler, model) in zip(cols, generation.SCHEDULERS, strict=True):
+        col.caption(t("ch11.sch_config", scheduler=names[scheduler], model=model))
+        col.code(generation.scheduling_lines(model), language="protobuf")
     clients = st.slider(t("ch11.sch_clients"), 2, 8, 4, key="ch11_sch_clients", persist_state="session")
     jobs = generation.draw_jobs(int(clients) * 2, 2026, i18n.lang())
     st.caption(
@@ -130,7 +135,6 @@ def schedulers() -> None:
             )
     _figures_table(result)
     st.caption(t("ch11.sch_sides"))
-    names = _names()
     cols = st.columns(2)
     for col, run in zip(cols, result.runs, strict=True):
         with col:

@@ -111,3 +111,20 @@ def test_lesson_states_the_course_models_kv_bytes_per_token():
         assert line in body, (lang, line)
         assert f"{cfg.context_length * per_token // 1024} KiB" in body
         assert re.search(rf"\b{cfg.context_length}\b", body)
+
+
+def test_the_two_models_differ_only_in_their_scheduling():
+    """What the page shows of each config (scheduling_lines) is all that differs, apart from the name."""
+    from triton_kitchen.core.server import DEFAULT_REPOSITORY
+
+    def rest(model):
+        text = (DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8")
+        kept = [line for line in text.splitlines() if not line.lstrip().startswith("#") and line.strip()]
+        shown = set(lab.scheduling_lines(model).splitlines())
+        return [line for line in kept if line not in shown and not line.startswith("name:")]
+
+    (_, a), (_, b) = lab.SCHEDULERS
+    assert rest(a) == rest(b)
+    assert "dynamic_batching" in lab.scheduling_lines(
+        a
+    ) and "iterative_sequence: true" in lab.scheduling_lines(b)

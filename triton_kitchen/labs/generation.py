@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from triton_kitchen.core import catalog, kserve, lessons
 from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.server import DEFAULT_REPOSITORY
 from triton_kitchen.tools import generation
 
 # What each call sends to the streamer (it answers one token per word of ``text``; ``delay_ms`` 0: no pause).
@@ -94,6 +95,16 @@ SCHEDULERS = (("request_level", catalog.TINY_LM), ("in_flight", catalog.TINY_LM_
 OUTPUT_LENGTHS = (8, 16, 32, 64)
 PROMPT_BYTES = (8, 64)  # prompts of 8..64 bytes: the tokenizer is byte-level, so 8..64 tokens
 SCHEDULER_OUTCOMES = ("in_flight", "same", "request_level")
+
+
+def scheduling_lines(model: str) -> str:
+    """The lines of ``model``'s config.pbtxt that choose its scheduler: from ``max_batch_size`` up to its inputs
+    (the two models differ only there)."""
+    text = (DEFAULT_REPOSITORY / model / "config.pbtxt").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    start = next(i for i, line in enumerate(lines) if line.startswith("max_batch_size"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("input"))
+    return "\n".join(lines[start:end]).strip()
 
 
 def draw_jobs(n: int, seed: int, lang: str = "en") -> list[generation.Job]:
