@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import kserve
-from triton_kitchen.labs import cache_warmup, metrics_burst, model_control, wire_limits
+from triton_kitchen.labs import cache_warmup, metrics_burst, model_control, perf_split, wire_limits
 from ui import errors, health_drill, predict, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson
@@ -314,6 +314,56 @@ def cache_warmup_demo() -> None:
     _warmup(ep)
 
 
+# -- perf_analyzer and its server-side split ---------------------------------------------------------------------
+def tools_demo() -> None:
+    ep = server.endpoint()
+    if ep is None:
+        server.say_no_server()
+        return
+    options = predict.choices("ch10.pa", ("cache", "model"))
+    predict.ask("ch10_pa", t("ch10.pa_predict"), options)
+    if st.button(t("ch10.pa_run"), type="primary", key="ch10_pa_run"):
+        _measure("ch10_pa", perf_split.CONCURRENCY, lambda: perf_split.same_vs_varied(ep), "ch10_pa_result")
+    result = st.session_state.get("ch10_pa_result")
+    if result is None:
+        return
+
+    def ms(run, key: str) -> str:
+        value = run.server.get(key)
+        return "—" if value is None else f"{value:.1f}"
+
+    tables.show(
+        [
+            {
+                t("ch10.pa_col_run"): t(f"ch10.pa_{name}"),
+                t("ch10.pa_col_rps"): f"{run.throughput_rps:,.0f}",
+                t("ch10.pa_col_p50"): "—"
+                if run.latency_ms.get("p50") is None
+                else f"{run.latency_ms['p50']:.1f}",
+                t("ch10.pa_col_queue"): ms(run, "queue_ms"),
+                t("ch10.pa_col_input"): ms(run, "compute_input_ms"),
+                t("ch10.pa_col_infer"): ms(run, "compute_infer_ms"),
+                t("ch10.pa_col_output"): ms(run, "compute_output_ms"),
+            }
+            for name, run in (("same", result.same), ("varied", result.varied))
+        ]
+    )
+    st.caption(t("ch10.pa_command"))
+    st.code(" ".join(result.varied.command), language="bash", wrap_lines=True)
+    share = result.queue_share()
+    predict.reveal(
+        "ch10_pa",
+        options,
+        result.outcome(),
+        t(
+            "ch10.pa_detail",
+            same=f"{result.same.throughput_rps:,.0f}",
+            varied=f"{result.varied.throughput_rps:,.0f}",
+            share="—" if share is None else f"{share:.0%}",
+        ),
+    )
+
+
 render_lesson(
     10,
     live={
@@ -322,5 +372,6 @@ render_lesson(
         "wire_limits": wire_demo,
         "health": health_drill.demo,
         "cache_warmup": cache_warmup_demo,
+        "tools": tools_demo,
     },
 )

@@ -133,13 +133,15 @@ def run_perf_analyzer(
     window_ms: int = 1000,
     timeout_s: float = 60.0,
     retry_larger_window: bool = True,
+    input_data: dict | None = None,
 ) -> PerfAnalyzerResult:
     """One bounded perf_analyzer run: three measurement windows of ``window_ms`` (the stability
     threshold is set wide open so three windows normally end it; perf_analyzer reports over them),
     killed after ``timeout_s``. ``http-json`` has no perf_analyzer equivalent (it sends binary tensors).
 
     (``--request-count`` mode is not used: it rounds its measuring time to whole seconds, so short
-    runs under-report throughput by up to half.)"""
+    runs under-report throughput by up to half.) ``input_data``: the whole ``--input-data`` JSON (several
+    ``data`` entries: perf_analyzer cycles through them), instead of one request made from ``inputs``."""
     if check_protocol(protocol) == "http-json":
         raise PerfAnalyzerError("perf_analyzer has no JSON-tensor mode; cross-check http-binary instead")
     binary = perf_analyzer_binary()
@@ -147,7 +149,7 @@ def run_perf_analyzer(
         raise PerfAnalyzerError("perf_analyzer not found (it ships in tritonclient==2.51.0's wheel)")
     with tempfile.TemporaryDirectory(prefix="pa-") as tmp:
         data = Path(tmp) / "input.json"
-        data.write_text(json.dumps(perf_analyzer_input_data(inputs, max_batch_size)))
+        data.write_text(json.dumps(input_data or perf_analyzer_input_data(inputs, max_batch_size)))
         report = Path(tmp) / "report.csv"
         cmd = [
             str(binary),
@@ -199,6 +201,7 @@ def run_perf_analyzer(
                 window_ms * 3,
                 timeout_s,
                 retry_larger_window=False,
+                input_data=input_data,
             )
         if proc.returncode != 0 or not report.exists():
             tail = "\n".join(text.strip().splitlines()[-6:])
