@@ -19,6 +19,7 @@ from ui.i18n import t
 log = logging.getLogger(__name__)
 
 _STUDENT_KEY = "tk_student"  # (nickname, class code) of this session once joined
+PROTOCOL_COMPARE = "protocols_compare"  # the lab name of the protocol lab's first button's runs
 JOIN_BOX = "tk_class_join_open"  # the class box's expander: its form is drawn only while it is open
 # What this session told the browser: "done" (the student kept), "forget" (left: to be forgotten), "forgotten".
 # A session that left stays left: its cookies are those of its first request, so the name the browser had then
@@ -208,6 +209,12 @@ def record_protocol_runs(results: list) -> None:
     saved = sum(record_lab("protocols", classroom.figures.protocol_run(r)) for r in results if r.requests)
     if saved:
         st.caption(t("class.saved_runs", n=saved))
+
+
+def record_protocol_compare(comparison) -> None:
+    """The protocol lab's "same input, three ways" run, kept for the class like its load runs."""
+    if comparison.rows and record_lab(PROTOCOL_COMPARE, classroom.figures.protocol_compare(comparison)):
+        st.caption(t("class.saved_runs", n=1))
 
 
 def record_batching(result: dict) -> None:

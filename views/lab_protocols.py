@@ -133,6 +133,7 @@ def _bytes_tab() -> None:
                 st.session_state["proto_cmp"] = protocols.compare_protocols(
                     ep, model, arrays, calls=5, compression=compression
                 )
+                classroom.record_protocol_compare(st.session_state["proto_cmp"])
             except protocols.ProtocolError as exc:
                 _error(exc)
     cmp_ = st.session_state.get("proto_cmp")

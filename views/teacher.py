@@ -4,6 +4,7 @@ controls, which students do not have."""
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import plotly.graph_objects as go
@@ -42,6 +43,38 @@ with top2:
         persist_state="session",
         on_change=lambda: present.set_presenting(st.session_state[present.TEACHER_TOGGLE]),
     )
+
+
+def _compare_table(runs: list[dict]) -> None:
+    """The protocol lab's "same input, three ways" runs: how many, and per protocol the median over the runs
+    of each run's median latency and of the bytes each call sent on the network."""
+    st.caption(
+        t(
+            "teacher.compare_runs",
+            button=t("lab_protocols.run_bytes"),
+            n=len(runs),
+            students=len({r["nickname"] for r in runs}),
+        )
+    )
+    per: dict[str, list[dict]] = {}
+    for r in runs:
+        for protocol, figures in r.get("protocols", {}).items():
+            per.setdefault(protocol, []).append(figures)
+    st.dataframe(
+        [
+            {
+                t("teacher.col_protocol"): i18n.protocol_label(p),
+                t("teacher.col_runs"): len(fs),
+                t("teacher.col_median_ms"): round(statistics.median(f["median_ms"] for f in fs), 2),
+                t("teacher.col_wire_sent"): round(statistics.median(f["wire_sent_per_call"] for f in fs)),
+            }
+            for p, fs in sorted(per.items())
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+
 if not codes:
     top1.info(t("teacher.no_class"))
     code = None
@@ -152,7 +185,10 @@ if code:
             margin=dict(l=10, r=10, t=10, b=10),
         )
         st.plotly_chart(fig, width="stretch", key="tk_teacher_batch")
-    if not proto and not batch:
+    compare = classroom.lab_rows(store, code, class_ui.PROTOCOL_COMPARE)
+    if compare:
+        _compare_table(compare)
+    if not proto and not batch and not compare:
         st.caption(t("teacher.no_labs"))
 
     st.subheader(t("teacher.export_title"))

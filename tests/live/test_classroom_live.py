@@ -71,3 +71,44 @@ def test_the_browser_remembers_the_student_on_a_return_visit(browser, app_url):
     stranger.get_by_text("Join your class").wait_for(timeout=30_000)
     assert "student=" not in stranger.url
     ctx.close()
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_protocol_labs_first_button_is_kept_for_the_class(server, monkeypatch, tmp_path, lang):
+    """The lab's first, prominent button ("same input, three ways") is kept for the class like its load runs:
+    the page says so, the database has the run, and the teacher's desk counts it and shows it per protocol."""
+    from pathlib import Path
+
+    import conftest
+    import streamlit as st
+    from conftest import switch_page
+    from streamlit.testing.v1 import AppTest
+
+    from triton_kitchen.core import lessons
+    from ui import classroom as class_ui
+
+    db = f"sqlite:///{tmp_path / 'class.db'}"
+    monkeypatch.setenv("TRITON_KITCHEN_DATABASE_URL", db)
+    monkeypatch.setenv("TRITON_KITCHEN_TEACHER_TOKEN", "s3cret")
+    st.cache_resource.clear()
+    conftest.use_remote(monkeypatch, server)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
+    at.query_params.update(lang=lang, student="陈同学", **{"class": "k8s-101"})
+    switch_page(at, "views/lab_protocols.py")
+    at.run()
+    at.button(key="proto_bytes_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert lessons.t("class.saved_runs", lang, n=1) in [c.value for c in at.caption]
+    store = ClassStore(db)
+    (run,) = store.lab_runs("k8s-101", class_ui.PROTOCOL_COMPARE)
+    assert run["nickname"] == "陈同学" and run["figures"]["same_result"] is True
+    assert set(run["figures"]["protocols"]) == {"http-json", "http-binary", "grpc"}
+    store.dispose()
+    desk = AppTest.from_file("views/teacher.py", default_timeout=30)
+    desk.query_params.update(lang=lang, teacher="s3cret")
+    desk.run()
+    assert [m.value for m in desk.metric][2] == "1"  # lab runs
+    table = desk.dataframe[-1].value
+    assert len(table) == 3 and list(table.columns)[1] == lessons.t("teacher.col_runs", lang)
+    assert lessons.t("teacher.no_labs", lang) not in [c.value for c in desk.caption]

@@ -18,6 +18,23 @@ def protocol_run(result: Any) -> dict:
     }
 
 
+def protocol_compare(comparison: Any) -> dict:
+    """One "same input, three ways" run of the protocol lab (a ``protocols.Comparison``): per protocol the median
+    latency of its calls and the bytes each call put on the network."""
+    return {
+        "model": comparison.model,
+        "same_result": bool(comparison.same_result),
+        "protocols": {
+            r["protocol"]: {
+                "median_ms": r["latency_ms_median"],
+                "request_bytes": int(r["request_bytes"]),
+                "wire_sent_per_call": round(float(r["wire_sent_per_call"])),
+            }
+            for r in comparison.to_dicts()
+        },
+    }
+
+
 def batching_run(result: dict) -> dict:
     """One comparison of the batching lab (``batching.compare_batching``: dynamic batching off vs on)."""
     off, on = result["off"], result["on"]
