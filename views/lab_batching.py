@@ -86,10 +86,15 @@ if run:
         )
         if result is not server.BUSY:
             st.session_state["batch_result"] = result
+            st.session_state.pop("batch_error", None)
             classroom.record_batching(result)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
-        errors.show_error(exc)
+        # kept with the server it came from: the next rerun (any expander, any slider) shows it again
+        st.session_state["batch_error"] = (ep.http_url, exc)
     server.say_if_stopped_by_death()
+failed = st.session_state.get("batch_error")
+if failed is not None and failed[0] == ep.http_url:
+    errors.show_error(failed[1])
 
 
 def _setting(s: batch_runs.BatchingSettings) -> str:
