@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -293,11 +294,14 @@ class TinyLM:
 
 
 def save(path, cfg: Config, params: dict[str, np.ndarray], dtype=np.float16) -> None:
-    """Write the weights file: every weight as ``dtype`` plus the config as JSON under ``__config__``."""
+    """Write the weights file (atomically): every weight as ``dtype`` plus the config as JSON under ``__config__``."""
     arrays = {k: np.asarray(params[k]).astype(dtype) for k in param_shapes(cfg)}
     arrays["__config__"] = np.array(json.dumps(asdict(cfg)))
-    with open(path, "wb") as f:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
         np.savez_compressed(f, **arrays)
+    os.replace(tmp, path)  # a reader sees the old file or the new one, never half a file
 
 
 # -- sampling and generation --------------------------------------------------------------------------------

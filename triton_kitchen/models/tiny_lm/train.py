@@ -74,7 +74,7 @@ def loss_and_grads(params, cfg: Config, x_ids: np.ndarray, y_ids: np.ndarray, ne
     d, H, hd = cfg.d_model, cfg.n_heads, cfg.head_dim
     dt = params["tok_emb"].dtype
     scale = dt.type(1.0 / math.sqrt(hd))
-    mask = np.triu(np.ones((T, T), bool), 1)
+    causal = np.triu(np.full((T, T), -np.inf, dt), 1)  # added to the scores: a query sees no later key
     x = params["tok_emb"][x_ids] + params["pos_emb"][:T]
     saved = []
     for layer in range(cfg.n_layers):
@@ -83,7 +83,7 @@ def loss_and_grads(params, cfg: Config, x_ids: np.ndarray, y_ids: np.ndarray, ne
         qkv = h1 @ params[p + "w_qkv"] + params[p + "b_qkv"]
         q, k, v = (qkv[..., i * d : (i + 1) * d].reshape(B, T, H, hd).transpose(0, 2, 1, 3) for i in range(3))
         s = (q @ k.transpose(0, 1, 3, 2)) * scale
-        s[..., mask] = -np.inf
+        s += causal
         s -= s.max(-1, keepdims=True)
         a = np.exp(s)
         a /= a.sum(-1, keepdims=True)
@@ -254,11 +254,11 @@ def train(
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m triton_kitchen.models.tiny_lm.train", description=__doc__)
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=700)
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--d-model", type=int, default=Config.d_model)
     ap.add_argument("--layers", type=int, default=Config.n_layers)
     ap.add_argument("--heads", type=int, default=Config.n_heads)
@@ -294,7 +294,10 @@ def main(argv=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save(args.out, cfg, params)
     record["weights_bytes"] = args.out.stat().st_size
-    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    meta = args.out.with_suffix(".json")
+    tmp = meta.with_name(meta.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    os.replace(tmp, meta)
     model = TinyLM.load(args.out)
     assert set(model.p) == set(param_shapes(cfg))
     if not args.quiet:
