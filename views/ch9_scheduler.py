@@ -96,8 +96,27 @@ def instances() -> None:
 
 
 # -- shapes that never batch -------------------------------------------------------------------------------------
-def _histogram(h: dict[int, int]) -> str:
-    return ", ".join(f"{size}×{n}" for size, n in sorted(h.items())) or "—"
+def _histograms(runs) -> None:
+    """Each way's executions per batch size (Triton's batch_stats), side by side: one bar group per size."""
+    fig = go.Figure()
+    sizes = sorted({k for r in runs for k in r.histogram})
+    for r in runs:
+        fig.add_trace(
+            go.Bar(
+                x=[str(k) for k in sizes],
+                y=[r.histogram.get(k, 0) for k in sizes],
+                name=t(f"shapes.short_{r.way}"),
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=300,
+        margin=dict(l=10, r=10, t=40, b=10),
+        xaxis_title=t("shapes.hist_x"),
+        yaxis_title=t("shapes.hist_y"),
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+    )
+    st.plotly_chart(fig, width="stretch", key="ch9_shape_fig")
 
 
 def shape_batches() -> None:
@@ -137,17 +156,18 @@ def shape_batches() -> None:
     tables.show(
         [
             {
-                t("shapes.col.way"): t(f"shapes.way_{r.way}", pad=r.pad_to),
+                t("shapes.col.way"): t(f"shapes.short_{r.way}"),
+                t("shapes.col.sent_to"): t(f"shapes.to_{r.way}", pad=r.pad_to),
                 t("shapes.col.rps"): r.throughput_rps,
                 t("shapes.col.executions"): r.executions,
                 t("shapes.col.inferences"): r.inferences,
                 t("shapes.col.mean_batch"): r.mean_batch,
-                t("shapes.col.histogram"): _histogram(r.histogram),
             }
             for r in result.runs
         ],
         decimals={t("shapes.col.mean_batch"): 2},
     )
+    _histograms(result.runs)
     st.caption(t("shapes.hist_note"))
     first = result.run("unequal")
     predict.reveal(
