@@ -154,6 +154,8 @@ def schedulers() -> None:
                     outside_ms=_fmt(server_side["outside_ms"], ".2f"),
                 )
             )
+            if run.executions is not None:
+                st.caption(t("ch11.sch_executions", n=run.executions, steps=server_side["steps"]))
     st.markdown(f"**{t('ch11.kv_title')}**")
     st.plotly_chart(generation.kv_figure(result, names), key="ch11_kv", width="stretch")
     predict.reveal(

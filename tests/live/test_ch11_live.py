@@ -21,6 +21,10 @@ def test_both_schedulers_on_one_load_every_frame_a_recorded_step(server):
     in_flight = comparison.run("in_flight")
     assert not any(lane.idle_steps for lane in in_flight.lanes())
     assert len({s["execution"] for s in in_flight.steps}) == len(in_flight.steps)
+    # ... counted by Triton itself: one execution per recorded step; request-level: one per batch, many steps each
+    assert in_flight.executions == len(in_flight.steps)
+    request_level = comparison.run("request_level")
+    assert 0 < request_level.executions < len(request_level.steps)
 
 
 def test_generate_extension_rules_in_tritons_words(server):

@@ -40,6 +40,12 @@ def test_the_timeline_shows_joins_leaves_and_idle_places(recorded):
     assert not any(lane.idle_steps for lane in by["in_flight"].lanes())
 
 
+def test_triton_counted_one_execution_per_in_flight_step(recorded):
+    by = {r.scheduler: r for r in recorded.runs}
+    assert by["in_flight"].executions == len(by["in_flight"].steps)
+    assert 0 < by["request_level"].executions < len(by["request_level"].steps)  # a batch runs many steps
+
+
 def test_kv_chart_is_the_recorded_bytes(recorded):
     fig = lab.kv_figure(recorded, NAMES)
     for trace, run in zip(fig.data, recorded.runs, strict=True):

@@ -11,6 +11,7 @@ call's status and body.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -145,6 +146,7 @@ class SchedulerRun:
     model: str
     load: generation.LoadResult
     steps: list[dict] = field(default_factory=list)
+    executions: int | None = None  # Triton's execution_count over the run (its statistics); None: not read
 
     def __post_init__(self) -> None:
         if not self.steps:
@@ -236,6 +238,27 @@ class Comparison:
         return "in_flight" if ratio >= 1.15 else "request_level"
 
 
+def execution_count(ep: Endpoint, model: str, settle_s: float = 0.0) -> int | None:
+    """Triton's execution_count for ``model`` (its statistics); with ``settle_s``, read until two reads 50 ms
+    apart agree (Triton counts an execution when it ends, after its last response may have arrived)."""
+
+    def read() -> int | None:
+        try:
+            return int(kserve.statistics(ep, model)["model_stats"][0]["execution_count"])
+        except (kserve.KServeError, KeyError, IndexError, ValueError):
+            return None
+
+    value = read()
+    deadline = time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        again = read()
+        if again == value:
+            break
+        value = again
+    return value
+
+
 def compare_schedulers(
     ep: Endpoint,
     clients: int,
@@ -250,8 +273,11 @@ def compare_schedulers(
     runs = []
     for scheduler, model in SCHEDULERS:
         generation.closed_loop(ep, model, warm, 2, protocol)  # a model's first steps are slower: not measured
+        before = execution_count(ep, model)
         load = generation.closed_loop(ep, model, jobs, clients, protocol)
-        runs.append(SchedulerRun(scheduler, model, load))
+        after = execution_count(ep, model, settle_s=1.0)
+        executions = after - before if before is not None and after is not None else None
+        runs.append(SchedulerRun(scheduler, model, load, executions=executions))
     return Comparison(clients, jobs, runs)
 
 
@@ -451,6 +477,7 @@ def comparison_to_dict(comparison: Comparison) -> dict:
                 "scheduler": r.scheduler,
                 "model": r.model,
                 "wall_s": r.load.wall_s,
+                "executions": r.executions,
                 "clients": r.load.clients,
                 "runs": [asdict(g) for g in r.load.runs],
             }
@@ -468,6 +495,7 @@ def comparison_from_dict(data: dict) -> Comparison:
             generation.LoadResult(
                 [generation.GenerationRun(**g) for g in r["runs"]], r["wall_s"], r["clients"]
             ),
+            executions=r.get("executions"),
         )
         for r in data["runs"]
     ]
