@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from triton_kitchen.cli.class_report import add_class_parser
+from triton_kitchen.cli.doctor import add_doctor_parser
 from triton_kitchen.cli.simulate import add_simulate_parser
 from triton_kitchen.cli.trace import add_trace_parser
 from triton_kitchen.core import kserve
@@ -676,6 +677,7 @@ def add_bench_parser(subparsers) -> argparse.ArgumentParser:
 subcommand(add_simulate_parser)
 subcommand(add_class_parser)
 subcommand(add_trace_parser)
+subcommand(add_doctor_parser)
 
 
 # -- entry point ----------------------------------------------------------------------------------------
