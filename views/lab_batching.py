@@ -13,7 +13,7 @@ import streamlit as st
 from triton_kitchen.core import override
 from triton_kitchen.labs import batching
 from triton_kitchen.tools import batch_runs, bench, load
-from ui import batching_why, classroom, errors, server, tables
+from ui import batching_stability, batching_why, classroom, errors, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box
 
@@ -87,6 +87,7 @@ if run:
         if result is not server.BUSY:
             st.session_state["batch_result"] = result
             st.session_state.pop("batch_error", None)
+            batching_stability.remember(result)
             classroom.record_batching(result)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
         # kept with the server it came from: the next rerun (any expander, any slider) shows it again
@@ -120,6 +121,7 @@ if result and result.get("on") and result.get("off"):
         delta_color="off",
         delta_arrow="off",
     )
+    batching_stability.show(result)
     if ratio is not None and ratio < 1:
         if ep.embedded:
             st.info(t("lab_batching.slower_cpu", ratio=ratio, cores=os.cpu_count() or 1), icon="💡")

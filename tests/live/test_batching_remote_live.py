@@ -48,9 +48,16 @@ def test_the_lab_runs_on_a_remote_that_holds_the_key(server, monkeypatch):
     assert lessons.t("lab_batching.remote_note", "en") not in [i.value for i in at.info]
     at.slider(key="batch_c").set_value(4)
     at.button(key="batch_run").click().run()
-    assert not at.exception and not at.warning and not at.error, [w.value for w in at.warning]
+    assert not at.exception and not at.error
+    refusal = lessons.t("error.batching_no_control_api", "en")
+    assert refusal not in [w.value for w in at.warning]
     ratio = next(m for m in at.metric if m.label == lessons.t("lab_batching.ratio", "en"))
     assert ratio.value.startswith("×")
+    # whether the gain held still within the run: a caption when it did, a warning naming its range when not
+    stable = lessons.t("lab_batching.stable", "en", n=0, w=0, off=0, on=0).split(":")[0]
+    unstable = lessons.t("lab_batching.unstable", "en", n=0, w=0, off=0, on=0, low=0, high=0).split(":")[0]
+    said = [c.value for c in at.caption] + [w.value for w in at.warning]
+    assert any(s.startswith((stable, unstable)) for s in said), said
     # the lab put the server's own config back
     assert (
         override.current_config(server.endpoint)["dynamic_batching"]["max_queue_delay_microseconds"] == 2000

@@ -28,6 +28,7 @@ from triton_kitchen.tools.bench import BenchProgress, run_bench
 from triton_kitchen.tools.calibration import CalibrationError, predict
 from triton_kitchen.tools.calibration import calibrate as calibrate_server
 from triton_kitchen.tools.load import LoadSpec
+from triton_kitchen.tools.stability import gain_stability
 
 
 def compare_batching(
@@ -77,10 +78,17 @@ def compare_batching(
         if on and off and on.latency_ms["p99"] and off.latency_ms["p99"]
         else None
     )
+    # how far each setting's throughput moved within its own run: a gain that the windows leave open is no gain
+    stable = (
+        gain_stability((off.completions_s, off.window_s), (on.completions_s, on.window_s)).to_json()
+        if on and off and off.window_s and on.window_s
+        else None
+    )
     return {
         "off": off,
         "on": on,
         "throughput_ratio": ratio,
+        "stability": stable,
         "p99_ratio": p99_ratio,
         "concurrency": concurrency,
         "duration_s": duration_s,

@@ -115,6 +115,8 @@ class ExperimentResult:
     littles_law: dict | None = None  # C / throughput vs the measured mean latency
     mean_latency_ms: float | None = None
     prediction: dict | None = None  # the simulator's, calibrated on this server (simulated, not measured)
+    completions_s: list[float] = field(default_factory=list, repr=False)  # each answer's time in the window
+    window_s: float = 0.0  # the measured window's length
 
     @property
     def executions(self) -> int:
@@ -133,6 +135,7 @@ class ExperimentResult:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        del d["completions_s"]  # hundreds of times: what they show is in the comparison's "stability"
         d["batch_histogram"] = {str(k): v for k, v in self.batch_histogram.items()}
         d.update(
             executions=self.executions,
@@ -215,6 +218,8 @@ def run_setting(
         server=analysis["server"],
         littles_law=analysis["littles_law"],
         mean_latency_ms=r.mean_latency_ms,
+        completions_s=r.completions_s,
+        window_s=r.window_s,
     )
 
 

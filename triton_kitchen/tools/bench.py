@@ -113,6 +113,8 @@ class BenchResult:
     engine: str = ENGINE
     abandoned: int = 0  # workers still waiting on the server at the hard limit, left behind
     latencies_ms: list[float] = field(default_factory=list, repr=False)
+    # when each successful request of the window finished, in seconds after the window's start (sorted)
+    completions_s: list[float] = field(default_factory=list, repr=False)
     error_messages: list[str] = field(default_factory=list)
     wire_counted: str = (
         WIRE_NOT_COUNTED  # how wire bytes were counted: WIRE_NOT_COUNTED or WIRE_SEPARATE_PASS
@@ -432,6 +434,7 @@ def _finish(run: _Run, reason: str, window_end: float) -> tuple[float, int]:
     result.errors = len(measured) - len(ok)
     result.throughput_rps = len(ok) / window if ok else 0.0
     result.latencies_ms = [r.latency_ms for r in ok]
+    result.completions_s = sorted(r.t_end - window_start for r in ok)
     result.latency_ms = percentiles(result.latencies_ms)
     result.request_bytes = sum(r.request_bytes for r in answered if r.ok)  # same scope as the wire counters
     result.response_bytes = sum(r.response_bytes for r in answered if r.ok)

@@ -80,6 +80,7 @@ def merge_windows(windows: list[BenchResult]) -> BenchResult:
         merged.request_bytes += w.request_bytes
         merged.response_bytes += w.response_bytes
         merged.shm_bytes += w.shm_bytes
+        merged.completions_s += [merged.window_s + c for c in w.completions_s]  # the windows end to end
         merged.window_s += w.window_s
         merged.latencies_ms += w.latencies_ms
         merged.late += w.late
@@ -167,3 +168,54 @@ def _within(w: BenchResult, group: list[BenchResult]) -> bool:
         if mean <= 0 or abs(value - mean) / mean * 100 > STABILITY_PCT:
             return False
     return True
+
+
+# -- a comparison of two settings (the batching lab): how far each setting's throughput moved within its run --
+@dataclass
+class GainStability:
+    """Two settings' throughputs, each measured in ``parts`` equal windows of its run: each one's spread over its
+    windows ((max - min) / mean, percent) and the gain (second over first) that the extreme windows allow."""
+
+    stable: bool  # both spreads within STABILITY_PCT (perf_analyzer's rule)
+    parts: int
+    window_s: float
+    spread_pct: tuple[float | None, float | None]  # (first setting, second)
+    gain_low: float | None  # the lowest second-window rate over the highest first-window rate
+    gain_high: float | None
+
+    def to_json(self) -> dict:
+        return {
+            "stable": self.stable,
+            "parts": self.parts,
+            "window_s": self.window_s,
+            "spread_pct": list(self.spread_pct),
+            "gain_range": [self.gain_low, self.gain_high],
+        }
+
+
+def window_rates(completions_s: list[float], window_s: float, parts: int) -> list[float]:
+    """Throughput (answers per second) in each of ``parts`` equal windows of a run ``window_s`` long, from
+    its answers' completion times (seconds after the run's window opened)."""
+    if parts < 1 or window_s <= 0:
+        return []
+    each = window_s / parts
+    counts = [0] * parts
+    for c in completions_s:
+        if 0 <= c <= window_s:
+            counts[min(parts - 1, int(c / each))] += 1
+    return [n / each for n in counts]
+
+
+def gain_stability(
+    first: tuple[list[float], float], second: tuple[list[float], float], parts: int | None = None
+) -> GainStability:
+    """``first`` and ``second``: (completion times, window length) of two runs. ``parts``: windows per run
+    (default: one a second, at least STABLE_WINDOWS)."""
+    length = min(first[1], second[1])
+    n = parts or max(STABLE_WINDOWS, round(length))
+    a, b = window_rates(*first, n), window_rates(*second, n)
+    spread = (_spread(a), _spread(b))
+    stable = all(s is not None and s <= STABILITY_PCT for s in spread)
+    low = min(b) / max(a) if a and b and max(a) > 0 else None
+    high = max(b) / min(a) if a and b and min(a) > 0 else None
+    return GainStability(stable, n, length / n if n else 0.0, spread, low, high)
