@@ -266,6 +266,10 @@ def test_a_server_that_refuses_client_shared_memory(capsys):
     assert DISABLED in report["server"]["shm_message"]
     keys = [n["key"] for n in report["not_measured"]]
     assert "shm_refused_note" in keys
+    assert "no_statistics" in keys  # the stand-in has no statistics API: queue and compute cannot be measured
+    failed = {n["params"]["protocol"] for n in report["not_measured"] if n["key"] == "protocol_failed"}
+    assert failed == {"http-json", "http-binary", "grpc"}  # --grpc-url taken: it answers as Triton's gRPC
+    assert report["error"]["key"] == "model_unusable"  # and it runs no inference
     assert "http-shm" not in report.get("protocols", [])
     text = card(report, "zh")
     assert t("doctor.shm_refused", "zh") in text and DISABLED in text

@@ -177,12 +177,24 @@ def server_facts(endpoint: Endpoint, timeout_s: float) -> dict:
 
 def grpc_address(http_url: str, given: str | None) -> str | None:
     """The gRPC ``host:port`` of the server at ``http_url``: ``given``, else the port above the HTTP one, else
-    Triton's 8001 on its host; each checked to be the same server (their statistics agree). None: no gRPC."""
+    Triton's 8001 on its host; each checked to be the same server (their statistics agree; ``given`` is also taken
+    when it answers as Triton's gRPC and the statistics cannot be compared). None: no gRPC."""
     host, port = split_host_port(http_url)
     candidates = [host_port(given)] if given else [f"{host}:{port + 1}", f"{host}:8001"]
     for cand in dict.fromkeys(candidates):
         if server_stats.statistics_address(cand, [http_url], timeout=3.0) is not None:
             return cand
+    if (
+        given
+    ):  # named by the engineer: taken when it answers as Triton's gRPC, even without statistics to compare
+        client = grpcclient.InferenceServerClient(candidates[0])
+        try:
+            if client.is_server_live(client_timeout=3.0):
+                return candidates[0]
+        except Exception:  # noqa: BLE001 - refused, unreachable, not gRPC: not this server's gRPC port
+            pass
+        finally:
+            client.close()
     return None
 
 
@@ -547,6 +559,8 @@ def _examine(run: Run, grpc_url: str | None, model: str | None) -> None:
         raise DoctorError("model_unusable", f"{model}: {exc}") from None
     outputs = [o.name for o in info.outputs]
     has_stats = _has_statistics(run, model)
+    if not has_stats:
+        run.note("no_statistics", model=model)
     protocols = protocols_offered(grpc is not None, facts["client_shm"])
     report["protocols"] = protocols
 
@@ -643,8 +657,6 @@ def _examine(run: Run, grpc_url: str | None, model: str | None) -> None:
                 cell.notes.append("perf_analyzer_no_mode")
     if plan.quick:
         run.note("quick_no_perf_analyzer")
-    if not has_stats:
-        run.note("no_statistics", model=model)
     report["ok"] = any(c.e2e_ms is not None for c in cells)
 
 
