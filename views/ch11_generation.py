@@ -13,6 +13,13 @@ from ui.i18n import t
 from ui.lesson import render_lesson
 
 
+def _said(call: generation.EndpointCall) -> str:
+    """What Triton sent back: its error in its own words, or how many events streamed, or the body."""
+    if call.error:
+        return call.error
+    return t("ch11.events", n=call.events) if call.events else call.text
+
+
 # -- the generate endpoints ------------------------------------------------------------------------------------
 def endpoints() -> None:
     ep = server.endpoint()
@@ -32,20 +39,17 @@ def endpoints() -> None:
     result = st.session_state.get("ch11_gen_result")
     if result is None:
         return
-    tables.show(
+    st.table(  # a static table: Triton's words wrap instead of being cut off
         [
             {
                 t("ch11.col.request"): t(f"ch11.call_{c.key}"),
                 t("ch11.col.path"): c.path,
                 t("ch11.col.status"): c.status,
-                t("ch11.col.said"): c.error
-                if c.error
-                else t("ch11.events", n=c.events)
-                if c.events
-                else c.text,
+                t("ch11.col.said"): _said(c),
             }
             for c in result.calls
-        ]
+        ],
+        hide_index=True,
     )
     first = result.call("generate_two")
     predict.reveal("ch11_gen", options, result.outcome(), t("ch11.gen_detail", status=first.status))
@@ -104,7 +108,7 @@ def schedulers() -> None:
     cols = st.columns(2)
     for col, (scheduler, model) in zip(cols, generation.SCHEDULERS, strict=True):
         col.caption(t("ch11.sch_config", scheduler=names[scheduler], model=model))
-        col.code(generation.scheduling_lines(model), language="protobuf")
+        col.code(generation.scheduling_lines(model), language="protobuf", wrap_lines=True)
     clients = st.slider(t("ch11.sch_clients"), 2, 8, 4, key="ch11_sch_clients", persist_state="session")
     jobs = generation.draw_jobs(int(clients) * 2, 2026, i18n.lang())
     st.caption(
