@@ -324,8 +324,9 @@ def _load_tab() -> None:
     load_wire = st.session_state.get("proto_load_wire") or {}
     if results:
         for r in results:
-            for msg in r.error_messages:
-                errors.show_error("server_error", detail=f"{r.protocol}: {msg}")
+            for msg in r.error_messages:  # "<code>: <message>": a refused shared memory names the flag
+                code = "shm_refused" if msg.startswith("shm_refused:") else "server_error"
+                errors.show_error(code, detail=f"{r.protocol}: {msg}")
         fig = go.Figure()
         for r in results:
             fig.add_trace(
