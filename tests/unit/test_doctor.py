@@ -118,6 +118,9 @@ def test_targets_count_cells_and_perf_analyzer():
     assert out["perf_analyzer_checked"] == 2 and out["perf_analyzer_within"] == 1
     assert not out["perf_analyzer_met"]
     assert targets([good])["unexplained_met"] and targets([good])["perf_analyzer_met"]
+    # interleaved with perf_analyzer, the engine's own slices are what is compared
+    bad.engine_rps = 41.0
+    assert bad.pa_difference() == pytest.approx(0.025)
 
 
 def test_trace_split_adds_up_to_the_clients_latency():

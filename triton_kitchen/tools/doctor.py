@@ -45,6 +45,7 @@ from triton_kitchen.core.versions import TritonVersion, VersionError
 from triton_kitchen.tools import server_stats
 from triton_kitchen.tools.bench import run_bench
 from triton_kitchen.tools.doctor_card import (
+    PA_TOLERANCE,
     STATS_NONE,
     STATS_OURS,
     Cell,
@@ -53,7 +54,7 @@ from triton_kitchen.tools.doctor_card import (
     targets,
 )
 from triton_kitchen.tools.load import MAX_CONCURRENCY, LoadSpec
-from triton_kitchen.tools.perf_analyzer import PerfAnalyzerError, run_perf_analyzer
+from triton_kitchen.tools.perf_analyzer import PerfAnalyzerError, cross_check
 from triton_kitchen.tools.protocols import (
     Caller,
     ProtocolError,
@@ -431,7 +432,7 @@ def measure_cell(run: Run, cell: Cell, spec: LoadSpec, has_stats: bool) -> tuple
     """Load the model as ``spec`` says (a request cap that normally ends the run), with statistics snapshots
     around it; fill the cell's requests, throughput, queue and compute. Returns (mean latency ms, window s)."""
     timeout = min(5.0, run.plan.timeout_s)
-    before = _stats_of(run.endpoint, timeout) if has_stats else None
+    before = _quiet_stats(run.endpoint, spec.model, timeout) if has_stats else None
     result, cell_frontend = _load(run, spec)
     if cell_frontend is not None:
         cell.parts_ms["frontend"] = cell_frontend
@@ -464,6 +465,21 @@ def measure_cell(run: Run, cell: Cell, spec: LoadSpec, has_stats: bool) -> tuple
                 cell.parts_ms["compute"] = None if None in parts else sum(parts)  # type: ignore[arg-type]
                 cell.parts_ms["server_other"] = delta.overhead_ms
     return result.mean_latency_ms, result.window_s
+
+
+def _quiet_stats(endpoint: Endpoint, model: str, timeout_s: float, within_s: float = 3.0):
+    """The statistics once the model's count has stopped moving (two reads :data:`server_stats.SETTLE_S` apart
+    agree): requests of an earlier run (perf_analyzer's last ones, say) are counted a moment after their answer,
+    and must not land in the next cell's delta. After ``within_s`` the last read, moving or not."""
+    last = _stats_of(endpoint, timeout_s)
+    until = time.perf_counter() + within_s
+    while last is not None and time.perf_counter() < until:
+        time.sleep(server_stats.SETTLE_S)
+        now = _stats_of(endpoint, timeout_s)
+        if now is None or model_count(now, model) == model_count(last, model):
+            return now
+        last = now
+    return last
 
 
 def _load(run: Run, spec: LoadSpec):
@@ -599,19 +615,24 @@ def _examine(run: Run, grpc_url: str | None, model: str | None) -> None:
 
     # the knee, cheaply, on one protocol
     run.say("knee")
-    spec0 = LoadSpec(model, base, 1, plan.knee_s, inputs=inputs, output_names=outputs, warmup_s=0.2,
-                     server_side=False, timeout_s=plan.timeout_s)  # fmt: skip
+    # each step a count of requests, not a time: a slow model gives whole requests per window, and a short window
+    # would round its throughput to them
+    per_step = 4 if plan.quick else 16
+    spec0 = LoadSpec(model, base, 1, 4 * plan.knee_s + 2, max_requests=per_step, inputs=inputs,
+                     output_names=outputs, warmup_s=0.0, server_side=False, timeout_s=plan.timeout_s)  # fmt: skip
 
     def knee_rps(c: int) -> float:
         if run.left() < 10:
             return 0.0
-        return run_bench(endpoint, replace(spec0, concurrency=c)).throughput_rps
+        step = replace(spec0, concurrency=c, max_requests=per_step * c)
+        run_bench(endpoint, replace(step, max_requests=c))  # each connection opened before the count
+        return run_bench(endpoint, step).throughput_rps
 
     knee, points = search_knee(knee_rps, plan.max_concurrency)
     report["knee"] = {"protocol": base, "concurrency": knee, "points": points}
     one_rps = dict(points).get(1) or 1.0
     knee_gain = max(1.0, (dict(points).get(knee) or one_rps) / one_rps)
-    concurrencies = sorted({1, max(2, knee) if plan.quick else knee})
+    concurrencies = [1, max(2, knee)]  # a knee at 1 (no gain from 2): 2 shows what waiting there costs
 
     cells: list[Cell] = report["cells"]
     for protocol in protocols:
@@ -696,15 +717,20 @@ def _has_statistics(run: Run, model: str) -> bool:
 
 
 def _cross_check(run: Run, cell: Cell, model: str, inputs, max_batch_size: int) -> None:
-    if run.left() < 20:
+    """perf_analyzer on the cell's protocol, concurrency and input, interleaved with the doctor's own engine in
+    three slices (:func:`perf_analyzer.cross_check`), so both see the same moments of a busy machine."""
+    seconds = 3.0 if run.plan.quick else 9.0
+    if run.left() < 2.5 * seconds + 10:
         cell.notes.append("budget_perf_analyzer")
+        run.note("budget_perf_analyzer", protocol=cell.protocol, concurrency=cell.concurrency)
         return
     run.say(f"perf_analyzer {cell.protocol} x{cell.concurrency}")
+    spec = LoadSpec(model, cell.protocol, cell.concurrency, seconds, timeout_s=run.plan.timeout_s)
     try:
-        pa = run_perf_analyzer(run.endpoint, model, cell.protocol, cell.concurrency, inputs, max_batch_size,
-                               window_ms=1000, timeout_s=min(60.0, run.left() - 5))  # fmt: skip
+        out = cross_check(run.endpoint, spec, rounds=3, tolerance=PA_TOLERANCE)
     except PerfAnalyzerError as exc:
         cell.notes.append(f"perf_analyzer: {str(exc)[:200]}")
         run.note("perf_analyzer_failed", protocol=cell.protocol, error=str(exc)[:200])
         return
-    cell.perf_analyzer_rps = pa.throughput_rps
+    cell.perf_analyzer_rps = out["perf_analyzer_rps"]
+    cell.engine_rps = out["engine_rps"]

@@ -103,6 +103,7 @@ class Cell:
     stats_check: str = ""
     wire_source: str = ""  # "trace" or "echo"
     perf_analyzer_rps: float | None = None
+    engine_rps: float | None = None  # the doctor's engine in the slices interleaved with perf_analyzer's
     notes: list[str] = field(default_factory=list)  # message keys of [doctor] (with their parameters)
 
     def unexplained_ms(self) -> float | None:
@@ -122,9 +123,12 @@ class Cell:
         return abs(u) / self.e2e_ms
 
     def pa_difference(self) -> float | None:
-        if self.perf_analyzer_rps is None or not self.throughput_rps or not self.perf_analyzer_rps:
+        """The doctor's throughput against perf_analyzer's: the interleaved slices' where they ran (both saw the
+        same moments of the machine), else the cell's own."""
+        ours = self.engine_rps if self.engine_rps is not None else self.throughput_rps
+        if self.perf_analyzer_rps is None or not ours or not self.perf_analyzer_rps:
             return None
-        return (self.throughput_rps - self.perf_analyzer_rps) / self.perf_analyzer_rps
+        return (ours - self.perf_analyzer_rps) / self.perf_analyzer_rps
 
     def biggest(self) -> str | None:
         """The part that takes the most time (unexplained included)."""
