@@ -295,7 +295,10 @@ def refusal(endpoint: Endpoint, protocol: str = "http-shm", timeout_s: float = 5
     unregistered over ``protocol``'s socket protocol), else None: allowed, or another failure, which the
     caller's own calls will report."""
     region = f"{REGION_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
-    handle = shm.create_shared_memory_region(region, "/" + region, 1)
+    try:
+        handle = shm.create_shared_memory_region(region, "/" + region, 1)
+    except shm.SharedMemoryException:  # no shared memory here: the caller's own calls say so
+        return None
     try:
         if BASE.get(protocol, protocol) == "grpc":
             client = grpcclient.InferenceServerClient(endpoint.grpc_url)
