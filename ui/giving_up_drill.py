@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen.labs import giving_up
-from ui import errors, predict, server, tables
+from ui import errors, predict, server
 from ui.i18n import t
 
 
@@ -85,7 +85,7 @@ def _raises() -> None:
     table = st.session_state.get("ch7_gu_raises")
     if table is None:
         return
-    tables.show(
+    st.table(  # a static table: the exceptions' long words wrap instead of being cut off
         [
             {
                 t("ch7.gu_col_failure"): t(f"ch7.gu_failure_{failure}"),
@@ -93,7 +93,8 @@ def _raises() -> None:
                 t("ch7.gu_col_http"): table.of(failure, "http"),
             }
             for failure in giving_up.FAILURES
-        ]
+        ],
+        hide_index=True,
     )
     st.caption(
         t("ch7.gu_retry", sent=table.retry_sent, answered=table.retry_answered, tries=table.retry_tries)
