@@ -41,7 +41,10 @@ def render_lesson(
         _run_live(chapter, "intro", intro)
     for n, (key, text) in enumerate(lesson.sections.items()):
         heading, body = lessons.split_heading(text)
-        box = lazy_box(section_key(chapter, key), f"**{heading or lesson.title}**", first=n == 0)
+        label = f"**{heading or lesson.title}**"
+        if key in lesson.deep:
+            label = f"{t('lesson.deep')} · {label}"
+        box = lazy_box(section_key(chapter, key), label, first=n == 0)
         if box is None:
             live.pop(key, None)
             continue

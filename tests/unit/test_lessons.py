@@ -113,6 +113,14 @@ def test_front_matter_agrees(chapter):
     assert metas["zh"]["live"] == metas["en"]["live"] == LIVE_KEYS[chapter]
 
 
+DEEP_SECTION_WORDS = 650
+
+
+def _prose_words(markdown: str) -> int:
+    """Words of prose, code blocks left out."""
+    return len(re.sub(r"^```.*?^```", "", markdown, flags=re.MULTILINE | re.DOTALL).split())
+
+
 @pytest.mark.parametrize("chapter", L.CHAPTERS)
 def test_lessons_load_with_sections_and_enough_text(chapter):
     zh, en = L.load_lesson(chapter, "zh"), L.load_lesson(chapter, "en")
@@ -124,10 +132,13 @@ def test_lessons_load_with_sections_and_enough_text(chapter):
         assert "<!-- section" not in "".join(lesson.sections.values())
         assert "\n---\n" not in lesson.body[:5], "front matter leaked into the body"
     assert list(zh.sections) == list(en.sections), "pages place live elements by section key"
-    words = len(
-        re.sub(r"^```.*?^```", "", en.body, flags=re.MULTILINE | re.DOTALL).split()
-    )  # prose, not code
-    assert 400 <= words <= 900, f"English lesson {chapter} has {words} words of prose"
+    assert zh.deep == en.deep and zh.deep <= set(zh.sections) - {L.INTRO_SECTION}
+    # the main path (every section not marked deep) is a one-sitting read; each deep section one more sitting
+    main = sum(_prose_words(text) for key, text in en.sections.items() if key not in en.deep)
+    assert 400 <= main <= 900, f"English lesson {chapter}'s main path has {main} words of prose"
+    for key in en.deep:
+        words = _prose_words(en.sections[key])
+        assert words <= DEEP_SECTION_WORDS, f"English lesson {chapter}'s deep section {key} has {words} words"
     cjk = len(CJK.findall(zh.body))
     assert cjk >= 500, f"Chinese lesson {chapter} has only {cjk} Chinese characters"
 
@@ -442,6 +453,9 @@ def test_sections_split_in_order():
     body = "Intro text\n\n<!-- section: a -->\nAlpha\n<!-- section: b -->\nBeta\n"
     assert L.split_sections(body) == {"intro": "Intro text\n", "a": "Alpha\n", "b": "Beta\n"}
     assert list(L.split_sections("<!-- section: x -->\nX\n")) == ["x"]
+    marked = "<!-- section: a -->\nAlpha\n<!-- section: b deep -->\nBeta\n"
+    assert L.split_sections(marked) == {"a": "Alpha\n", "b": "Beta\n"}
+    assert L.deep_sections(marked) == {"b"}
     with pytest.raises(L.LessonError):
         L.split_sections("<!-- section: a -->\n1\n<!-- section: a -->\n2\n")
 

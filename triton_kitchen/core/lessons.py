@@ -36,7 +36,9 @@ LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 
 FRONT_MATTER_KEYS = ("title", "chapter", "summary", "live")
 INTRO_SECTION = "intro"
-_SECTION_RE = re.compile(r"^<!--\s*section:\s*([A-Za-z0-9_\-]+)\s*-->\s*$", re.MULTILINE)
+# ``<!-- section: key -->``, or ``<!-- section: key deep -->`` for a section that goes deeper than the chapter's
+# main path (the page labels it so; the main path stays a one-sitting read, tests/unit/test_lessons.py)
+_SECTION_RE = re.compile(r"^<!--\s*section:\s*([A-Za-z0-9_\-]+)(?:\s+(deep))?\s*-->\s*$", re.MULTILINE)
 
 
 class LessonError(ValueError):
@@ -52,6 +54,7 @@ class Lesson:
     body: str
     sections: dict[str, str] = field(default_factory=dict)
     lang: str = DEFAULT_LANG
+    deep: frozenset[str] = frozenset()  # the sections marked ``deep``: beyond the chapter's main path
     path: str = ""
 
 
@@ -128,11 +131,16 @@ def split_sections(body: str) -> dict[str, str]:
     head = parts[0].strip()
     if head:
         sections[INTRO_SECTION] = head + "\n"
-    for key, text in zip(parts[1::2], parts[2::2], strict=True):
+    for key, text in zip(parts[1::3], parts[3::3], strict=True):
         if key in sections:
             raise LessonError(f"section {key!r} appears twice")
         sections[key] = text.strip() + "\n"
     return sections
+
+
+def deep_sections(body: str) -> frozenset[str]:
+    """The keys of the sections whose marker says ``deep``."""
+    return frozenset(m.group(1) for m in _SECTION_RE.finditer(body) if m.group(2))
 
 
 _HEADING_RE = re.compile(r"\A#{1,6}[ \t]+(.+?)[ \t#]*\n")
@@ -170,6 +178,7 @@ def load_lesson(chapter: int, lang: str = DEFAULT_LANG) -> Lesson:
         live=meta["live"],
         body=body,
         sections=split_sections(body),
+        deep=deep_sections(body),
         lang=lang,
         path=str(path),
     )
