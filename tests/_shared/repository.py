@@ -21,4 +21,8 @@ EXPECTED = {
     "warmup_drill",
     "running_sum",
     "running_sum_plain",
+    "shapes_drill",
+    "shapes_ragged",
+    "shapes_bucket_short",
+    "shapes_bucket_long",
 }
