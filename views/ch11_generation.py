@@ -17,7 +17,7 @@ def _said(call: generation.EndpointCall) -> str:
     """What Triton sent back: its error in its own words, or how many events streamed, or the body."""
     if call.error:
         return call.error
-    return t("ch11.events", n=call.events) if call.events else call.text
+    return t("ch11.events", n=call.events) if call.events else call.readable
 
 
 # -- the generate endpoints ------------------------------------------------------------------------------------

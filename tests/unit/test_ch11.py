@@ -103,6 +103,7 @@ def test_endpoint_outcome(status, text, outcome):
     rules = lab.EndpointRules("streamer", (call,))
     assert rules.outcome() == outcome
     assert (call.error is not None) == text.startswith('{"error"')
+    assert json.loads(call.readable) == json.loads(text) and '","' not in call.readable  # wraps in a table
 
 
 def test_lesson_states_the_course_models_kv_bytes_per_token():

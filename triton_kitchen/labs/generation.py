@@ -55,6 +55,14 @@ class EndpointCall:
         return data.get("error") if isinstance(data, dict) else None
 
     @property
+    def readable(self) -> str:
+        """The body with a space after each JSON separator (so a table can wrap it); as sent when not JSON."""
+        try:
+            return json.dumps(json.loads(self.text), ensure_ascii=False, separators=(", ", ": "))
+        except ValueError:
+            return self.text
+
+    @property
     def events(self) -> int:
         """Server-Sent Events in the body (``data:`` lines)."""
         return sum(line.startswith("data:") for line in self.text.splitlines())
