@@ -67,6 +67,7 @@ from triton_kitchen.tools.trace import TraceError, capture, capture_many
 FULL_BUDGET_S = 300.0  # unattended, against the embedded server
 QUICK_BUDGET_S = 25.0
 SHM_EXTENSION = "system_shared_memory"
+PA_ROUNDS = 5  # slices of the perf_analyzer cross-check: the finer they alternate, the more alike the machine they see
 
 
 class DoctorError(KitchenError):
@@ -718,16 +719,17 @@ def _has_statistics(run: Run, model: str) -> bool:
 
 def _cross_check(run: Run, cell: Cell, model: str, inputs, max_batch_size: int) -> None:
     """perf_analyzer on the cell's protocol, concurrency and input, interleaved with the doctor's own engine in
-    three slices (:func:`perf_analyzer.cross_check`), so both see the same moments of a busy machine."""
-    seconds = 3.0 if run.plan.quick else 9.0
-    if run.left() < 2.5 * seconds + 10:
+    :data:`PA_ROUNDS` slices of 2 s each (:func:`perf_analyzer.cross_check`), so both see the same moments of a busy
+    machine."""
+    seconds, rounds = (3.0, 3) if run.plan.quick else (10.0, PA_ROUNDS)
+    if run.left() < 3 * seconds + 10:
         cell.notes.append("budget_perf_analyzer")
         run.note("budget_perf_analyzer", protocol=cell.protocol, concurrency=cell.concurrency)
         return
     run.say(f"perf_analyzer {cell.protocol} x{cell.concurrency}")
     spec = LoadSpec(model, cell.protocol, cell.concurrency, seconds, timeout_s=run.plan.timeout_s)
     try:
-        out = cross_check(run.endpoint, spec, rounds=3, tolerance=PA_TOLERANCE)
+        out = cross_check(run.endpoint, spec, rounds=rounds, tolerance=PA_TOLERANCE)
     except PerfAnalyzerError as exc:
         cell.notes.append(f"perf_analyzer: {str(exc)[:200]}")
         run.note("perf_analyzer_failed", protocol=cell.protocol, error=str(exc)[:200])

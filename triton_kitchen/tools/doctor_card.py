@@ -225,7 +225,8 @@ def card(report: dict, lang: str = "zh") -> str:
         for part in PARTS:
             v = cell.parts_ms.get(part)
             if v is not None and cell.e2e_ms:
-                shares.append(f"{t('doctor.part_' + part, lang)} {100 * v / cell.e2e_ms:.0f}%")
+                share = round(100 * v / cell.e2e_ms)
+                shares.append(f"{t('doctor.part_' + part, lang)} {share + 0}%")  # + 0: no "-0
         pa = cell.pa_difference()
         out.append(
             t(
@@ -235,13 +236,28 @@ def card(report: dict, lang: str = "zh") -> str:
                 concurrency=cell.concurrency,
                 e2e=_ms(cell.e2e_ms),
                 rps=f"{cell.throughput_rps or 0:.1f}",
-                parts=", ".join(shares),
+                parts=t("doctor.part_sep", lang).join(shares),
                 pa=t("doctor.pa_none", lang)
                 if pa is None
                 else t("doctor.pa_diff", lang, diff=f"{100 * pa:+.0f}"),
             )
         )
         out.append("    " + t("doctor.advice_prefix", lang) + t(f"doctor.{cell.advice()}", lang))
+    if cells:
+        goal = report.get("targets") or targets(cells)
+        out.append(
+            t(
+                "doctor.context",
+                lang,
+                source=report.get("wire_source", "?"),
+                load=" ".join(f"{x:.1f}" for x in report.get("load_average", [])),
+                elapsed=report.get("elapsed_s", "?"),
+                within=goal["cells_unexplained_within"],
+                measured=goal["cells_measured"],
+                pa_within=goal["perf_analyzer_within"],
+                pa_checked=goal["perf_analyzer_checked"],
+            )
+        )
     missing = report.get("not_measured", [])
     if missing:
         out.append(t("doctor.not_measured_head", lang))
