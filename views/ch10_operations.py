@@ -327,26 +327,19 @@ def tools_demo() -> None:
     result = st.session_state.get("ch10_pa_result")
     if result is None:
         return
-
-    def ms(run, key: str) -> str:
-        value = run.server.get(key)
-        return "—" if value is None else f"{value:.1f}"
-
-    tables.show(
-        [
-            {
-                t("ch10.pa_col_run"): t(f"ch10.pa_{name}"),
-                t("ch10.pa_col_rps"): f"{run.throughput_rps:,.0f}",
-                t("ch10.pa_col_p50"): "—"
-                if run.latency_ms.get("p50") is None
-                else f"{run.latency_ms['p50']:.1f}",
-                t("ch10.pa_col_queue"): ms(run, "queue_ms"),
-                t("ch10.pa_col_input"): ms(run, "compute_input_ms"),
-                t("ch10.pa_col_infer"): ms(run, "compute_infer_ms"),
-                t("ch10.pa_col_output"): ms(run, "compute_output_ms"),
+    tables.show_compared(
+        {
+            t(f"ch10.pa_{name}"): {
+                t("ch10.pa_col_rps"): run.throughput_rps,
+                t("ch10.pa_col_p50"): run.latency_ms.get("p50"),
+                t("ch10.pa_col_queue"): run.server.get("queue_ms"),
+                t("ch10.pa_col_input"): run.server.get("compute_input_ms"),
+                t("ch10.pa_col_infer"): run.server.get("compute_infer_ms"),
+                t("ch10.pa_col_output"): run.server.get("compute_output_ms"),
             }
             for name, run in (("same", result.same), ("varied", result.varied))
-        ]
+        },
+        t("ch10.pa_col_run"),
     )
     st.caption(t("ch10.pa_command"))
     st.code(" ".join(result.varied.command), language="bash", wrap_lines=True)

@@ -562,7 +562,7 @@ def _two_learners(ep) -> None:
                 t("ch9.seq_col_x"): f"{s.x:g}",
                 t("ch9.seq_col_total"): "—" if s.answer is None else f"{s.answer.total:g}",
                 t("ch9.seq_col_expected"): f"{s.expected:g}",
-                t("ch9.seq_col_pid"): "—" if s.answer is None else s.answer.pid,
+                t("ch9.seq_col_pid"): "—" if s.answer is None else str(s.answer.pid),
                 t("ch9.seq_col_error"): s.error,
             }
             for s in result.steps
@@ -573,10 +573,12 @@ def _two_learners(ep) -> None:
         options,
         result.outcome(),
         t(
-            f"ch9.seq_detail_{result.outcome()}",
+            f"ch9.seq_detail_{result.detail()}",
             wrong=result.wrong(),
             n=len(result.steps),
             pids=", ".join(map(str, result.pids())),
+            a=", ".join(map(str, result.pids_of("A"))),
+            b=", ".join(map(str, result.pids_of("B"))),
         ),
     )
 

@@ -73,3 +73,13 @@ def test_slots_from_the_config(monkeypatch):
     }
     assert config(oldest) == stateful.Batcher("oldest", 32, 30.0)
     assert config({"max_batch_size": 0, "sequence_batching": {}}).slots == 1
+
+
+def test_right_totals_from_two_stubs_are_luck_not_state():
+    steps = [
+        Step("A", 1, 1.0, 1.0, Answer(1.0, 1, 7, 1.0)),
+        Step("B", 1, 10.0, 10.0, Answer(10.0, 1, 8, 1.0)),
+    ]
+    run = TwoLearners(RUNNING_SUM_PLAIN, {"A": 1, "B": 2}, steps)
+    assert run.outcome() == "kept" and run.detail() == "kept_by_chance" and run.pids_of("A") == [7]
+    assert TwoLearners(RUNNING_SUM, {}, steps[:1]).detail() == "kept"

@@ -155,12 +155,22 @@ class TwoLearners:
     def pids(self) -> list[int]:
         return sorted({s.answer.pid for s in self.steps if s.answer is not None})
 
+    def pids_of(self, learner: str) -> list[int]:
+        return sorted({s.answer.pid for s in self.steps if s.learner == learner and s.answer is not None})
+
     def wrong(self) -> int:
         return sum(1 for s in self.steps if not s.right)
 
     def outcome(self) -> str:
         """``kept`` when every total was the true running sum, ``lost`` otherwise (measured, never assumed)."""
         return "kept" if self.steps and not self.wrong() else "lost"
+
+    def detail(self) -> str:
+        """Which explanation fits: ``kept`` (one stub answered all), ``kept_by_chance`` (right, though two stubs
+        answered: each learner happened to stay on one), ``lost``."""
+        if self.outcome() == "lost":
+            return "lost"
+        return "kept" if len(self.pids()) <= 1 else "kept_by_chance"
 
 
 def two_learners(endpoint: Endpoint, model: str = RUNNING_SUM) -> TwoLearners:
