@@ -116,3 +116,19 @@ def test_stubs_of_one_server_only(tmp_path):
     found = shapes.stubs("shapes_drill", 20, proc=str(proc), shm=str(shm))
     assert [s.pid for s in found] == [41]
     assert len(shapes.stubs("shapes_drill", proc=str(proc), shm=str(shm))) == 2
+
+
+def test_one_run_at_a_time_on_one_servers_drill_models():
+    """Triton's counts are per model: a second run while one holds the drill models is refused (code busy)."""
+    from triton_kitchen.core.endpoint import Endpoint
+
+    ep = Endpoint("h:1", "h:2")
+    with shapes._one_run(ep):
+        with pytest.raises(shapes.ShapesError) as err:
+            with shapes._one_run(ep, wait_s=0.05):
+                pass
+        assert err.value.code == "busy"
+        with shapes._one_run(Endpoint("h:3", "h:4"), wait_s=0.05):  # another server's drill models are free
+            pass
+    with shapes._one_run(ep, wait_s=0.05):  # released
+        pass

@@ -21,6 +21,8 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,10 +52,29 @@ INSIDE_BURST = 24  # more than max_batch_size (16): at least two calls, so both 
 
 
 class ShapesError(KitchenError):
-    """A setting the drill cannot run with. ``code``: "pad_short", "bad_settings"."""
+    """A setting the drill cannot run with, or another run on the drill models. ``code``: "pad_short",
+    "bad_settings", "busy"."""
 
     source = "shapes"
     default_code = "bad_settings"
+
+
+# One run at a time on the drill models of one server: Triton's counts are per model, so two learners' runs at
+# once would each count the other's requests.
+_runs: dict[str, threading.Lock] = {}
+_runs_guard = threading.Lock()
+
+
+@contextmanager
+def _one_run(endpoint: Endpoint, wait_s: float = 2.0) -> Iterator[None]:
+    with _runs_guard:
+        lock = _runs.setdefault(endpoint.grpc_url, threading.Lock())
+    if not lock.acquire(timeout=wait_s):
+        raise ShapesError("busy", "another run is using the shapes drill models on this server")
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def check(clients_n: int, pad_to: int) -> None:
@@ -226,10 +247,11 @@ def compare_shapes(
     """Each of ``ways`` on the same load, one after another."""
     check(clients_n, pad_to)
     out = ShapesResult()
-    for way in ways:
-        if stop is not None and stop.is_set():
-            break
-        out.runs.append(run_way(endpoint, way, clients_n, pad_to, seconds))
+    with _one_run(endpoint):
+        for way in ways:
+            if stop is not None and stop.is_set():
+                break
+            out.runs.append(run_way(endpoint, way, clients_n, pad_to, seconds))
     return out
 
 
@@ -270,7 +292,7 @@ class InsideResult:
         return "list" if any(a.requests_in_call > 1 for a in self.answers) else "one_each"
 
 
-def inside_burst(endpoint: Endpoint, n: int = 12, length: int = 16) -> InsideResult:
+def inside_burst(endpoint: Endpoint, n: int = INSIDE_BURST, length: int = 16) -> InsideResult:
     """``n`` requests of one length sent at once (asynchronous, the app's gRPC client) to ``shapes_drill``."""
     if not 1 <= n <= 32:
         raise ShapesError("bad_settings", f"a burst is 1..32 requests, not {n}")
@@ -296,6 +318,17 @@ def inside_burst(endpoint: Endpoint, n: int = 12, length: int = 16) -> InsideRes
         return callback
 
     x = row(length, length, 1)
+    with _one_run(endpoint):
+        _send_burst(client, x, n, callback_for)
+        deadline = time.monotonic() + 35
+        for _ in range(n):
+            if not left.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                errors.append("no answer within 35 s")
+                break
+    return InsideResult(sorted(answers, key=lambda a: a.index), errors, instances)
+
+
+def _send_burst(client, x: np.ndarray, n: int, callback_for) -> None:
     for i in range(n):
         tensor = grpcclient.InferInput(INPUT, list(x.shape), "FP32")
         tensor.set_data_from_numpy(x)
@@ -306,12 +339,6 @@ def inside_burst(endpoint: Endpoint, n: int = 12, length: int = 16) -> InsideRes
             outputs=[grpcclient.InferRequestedOutput(o) for o in OUTPUTS],
             client_timeout=30,
         )
-    deadline = time.monotonic() + 35
-    for _ in range(n):
-        if not left.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            errors.append("no answer within 35 s")
-            break
-    return InsideResult(sorted(answers, key=lambda a: a.index), errors, instances)
 
 
 @dataclass(frozen=True)
