@@ -55,6 +55,13 @@ def test_a_model_that_fails_at_start_up(setting, outcome, ready):
     )
 
 
+def test_an_exiting_server_closes_http_and_says_so_over_grpc():
+    read = health.while_exiting()
+    assert "ConnectionRefusedError" in read.http_ready, read
+    assert read.grpc_live == "StatusCode.UNAVAILABLE: Server exiting", read
+    assert read.in_flight_slept_ms is not None and read.in_flight_slept_ms >= 2000  # it was let finish
+
+
 @pytest.mark.app
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_chapter10_health_elements(embedded, lang):

@@ -292,3 +292,59 @@ def start_with_a_broken_model(setting: str) -> StartupResult:
             raise
         result.failure = _failure_lines(str(exc))
     return result
+
+
+@dataclass
+class ExitRead:
+    """What a server that got SIGTERM says while a request is still in flight."""
+
+    http_ready: str  # "HTTP <code>" or the connection error
+    grpc_live: str  # "True"/"False" or the gRPC error
+    in_flight_slept_ms: int | None  # the in-flight request's answer (None: it failed)
+
+
+def while_exiting(in_flight_ms: int = 2000) -> ExitRead:
+    """SIGTERM to a server of its own while one request runs ``in_flight_ms``; its health answers meanwhile."""
+    with own_server([MODEL], ("--exit-timeout-secs=5",)) as srv:
+        ep = srv.endpoint
+        triton = next(
+            pid
+            for pid in (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
+            if _safe_stat(pid) == ("tritonserver", srv.pid)
+        )
+        client = grpcclient.InferenceServerClient(ep.grpc_url)
+        answer: dict = {}
+
+        def call() -> None:
+            try:
+                result = client.infer(
+                    MODEL, slow_inputs(in_flight_ms), client_timeout=in_flight_ms / 1000 + 10
+                )
+                answer["slept"] = int(result.as_numpy("SLEPT_MS").reshape(-1)[0])
+            except grpcclient.InferenceServerException:
+                answer["slept"] = None
+
+        th = threading.Thread(target=call, daemon=True)
+        th.start()
+        time.sleep(0.3)
+        os.kill(triton, signal.SIGTERM)
+        time.sleep(0.3)
+        try:
+            code, _ = kserve.request(ep, "GET", "/v2/health/ready", timeout=1.0)
+            http_ready = f"HTTP {code}"
+        except kserve.KServeError as exc:
+            http_ready = exc.detail
+        try:
+            grpc_live = str(grpcclient.InferenceServerClient(ep.grpc_url).is_server_live())
+        except grpcclient.InferenceServerException as exc:
+            grpc_live = f"{exc.status()}: {exc.message()}"
+        th.join(in_flight_ms / 1000 + 10)
+        client.close()
+        return ExitRead(http_ready, grpc_live, answer.get("slept"))
+
+
+def _safe_stat(pid: int) -> tuple[str, int] | None:
+    try:
+        return _proc_stat(pid)
+    except (OSError, ValueError, IndexError):
+        return None
