@@ -30,7 +30,7 @@
 the schema Triton 2.72 parses, compiled to a serialized ``FileDescriptorProto`` (base64). Generated:
 do not edit. Regenerate as ``triton_kitchen/core/model_config_schema.py`` says (grpcio-tools' protoc)::
 
-    python -m triton_kitchen.core.model_config_schema model_config.proto > \
+    python scripts/regenerate_model_config_schema.py model_config.proto > \
         triton_kitchen/core/model_config_r2607.py
 
 The license above is the proto file's own header.

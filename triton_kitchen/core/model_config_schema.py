@@ -22,7 +22,7 @@ own (it wants a newer protobuf than tritonclient 2.51 pins), ahead of the projec
 
     python3 -m venv /tmp/gt && /tmp/gt/bin/pip install grpcio-tools
     PYTHONPATH=.:$(/tmp/gt/bin/python -c 'import site; print(site.getsitepackages()[0])') \\
-        python -m triton_kitchen.core.model_config_schema PATH/TO/model_config.proto > \\
+        python scripts/regenerate_model_config_schema.py PATH/TO/model_config.proto > \\
         triton_kitchen/core/model_config_r2607.py
 """
 
@@ -30,10 +30,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
-import sys
-import textwrap
-from pathlib import Path
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from tritonclient.grpc import model_config_pb2
@@ -105,53 +101,3 @@ def model_config_class(version: TritonVersion | None = None):
     # one class per distinct schema, not per version: 2.52 .. 2.62 share theirs
     key = max((since for since, _ in FIELDS_SINCE.values() if since <= version), default=EMBEDDED)
     return _class_for(key)
-
-
-# -- regeneration ------------------------------------------------------------------------------------------
-def _generate(proto: Path) -> str:
-    """The source of ``model_config_r2607.py`` from a ``model_config.proto`` (runs grpcio-tools' protoc)."""
-    import tempfile
-
-    from grpc_tools import protoc  # only here: a development tool, not a dependency
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "model_config.desc"
-        (Path(tmp) / "model_config.proto").write_bytes(proto.read_bytes())
-        rc = protoc.main(["protoc", f"-I{tmp}", f"--descriptor_set_out={out}", "model_config.proto"])
-        if rc != 0:
-            raise SystemExit(f"protoc failed ({rc}) on {proto}")
-        fds = descriptor_pb2.FileDescriptorSet()
-        fds.ParseFromString(out.read_bytes())
-    data = fds.file[0].SerializeToString(deterministic=True)
-    text = proto.read_text(encoding="utf-8")
-    header = []
-    for line in text.splitlines():
-        if not line.startswith("//"):
-            break
-        header.append(("#" + line[2:]).rstrip())  # the license header, word for word
-    b64 = base64.b64encode(data).decode("ascii")
-    body = "\n".join(f'    "{chunk}"' for chunk in textwrap.wrap(b64, 100))
-    return (
-        "\n".join(header)
-        + "\n\n"
-        + '"""``protobuf/model_config.proto`` of triton-inference-server/common at branch r26.07 (commit ecb874c3),\n'
-        + "the schema Triton 2.72 parses, compiled to a serialized ``FileDescriptorProto`` (base64). Generated:\n"
-        + "do not edit. Regenerate as ``triton_kitchen/core/model_config_schema.py`` says (grpcio-tools' protoc)::\n\n"
-        + "    python -m triton_kitchen.core.model_config_schema model_config.proto > \\\n"
-        + "        triton_kitchen/core/model_config_r2607.py\n\n"
-        + "The license above is the proto file's own header.\n"
-        + '"""\n\n'
-        + "# the sha256 of the .proto file it was compiled from\n"
-        + f'PROTO_SHA256 = "{hashlib.sha256(proto.read_bytes()).hexdigest()}"\n'
-        + "SERIALIZED = (\n"
-        + body
-        + "\n)\n"
-    )
-
-
-if __name__ == "__main__":  # pragma: no cover - a development tool
-    if len(sys.argv) != 2:
-        raise SystemExit(
-            "usage: python -m triton_kitchen.core.model_config_schema PATH/TO/model_config.proto"
-        )
-    sys.stdout.write(_generate(Path(sys.argv[1])))
