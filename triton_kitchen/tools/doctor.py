@@ -655,8 +655,16 @@ def _examine(run: Run, grpc_url: str | None, model: str | None) -> None:
             spec = LoadSpec(model, protocol, c, min(120.0, max(1.0, 4 * plan.cell_s + 5)), max_requests=n,
                             inputs=inputs, output_names=outputs, warmup_s=0.0, server_side=False,
                             timeout_s=plan.timeout_s, grace_s=2.0)  # fmt: skip
+            p = dict(per[protocol])
+            if run.trace_ok and "wire" in p and not plan.quick:
+                # the wire timed again just before the cell, so a busy moment of the machine is the cell's own
+                try:
+                    near = traced_wire(run, protocol, model, inputs, outputs)
+                except (TraceError, kserve.KServeError, ProtocolError):
+                    near = None
+                if near is not None:
+                    p.update(near)
             latency, _ = measure_cell(run, cell, spec, has_stats)
-            p = per[protocol]
             if latency is not None:
                 cell.e2e_ms = latency + p["serialize"] + p["deserialize"]
                 cell.parts_ms.update(serialize=p["serialize"], deserialize=p["deserialize"])
