@@ -5,6 +5,8 @@ the server's recorded steps; the generate extension's rules on the streaming mod
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from triton_kitchen.labs import generation
@@ -167,4 +169,163 @@ def schedulers() -> None:
     )
 
 
-render_lesson(11, live={"inflight": schedulers, "endpoints": endpoints})
+# -- the learner's own prompt ------------------------------------------------------------------------------------
+_OWN_PENDING, _OWN_RESULT = "ch11_own_pending", "ch11_own_result"
+
+
+def _own_wait(ticket: int, box) -> None:
+    """Wait for a seat, the place in line shown and updated."""
+    while (place := generation.SEATS.place(ticket)) > 0:
+        box.info(t("ch11.own_wait", seats=generation.SEATS.total, ahead=place), icon="⏳")
+        time.sleep(0.5)
+    box.empty()
+
+
+def _own_generate(ep, ask: generation.OwnAsk) -> None:
+    """Stream the continuation into the page; the run, even a stopped one, is kept for the next script run."""
+    box: dict = {}
+    request_id = generation.own_request_id()
+    st.session_state[_OWN_PENDING] = (ask, box)
+    ticket = generation.SEATS.join()
+    stream = None
+    try:
+        _own_wait(ticket, st.empty())
+        stream = generation.own_stream(ep, ask, request_id, box)
+        with st.container(border=True):
+            st.write_stream(stream)
+    finally:  # also when the learner's Stop interrupts this run: the stream closes, Triton cancels the request
+        if stream is not None:
+            stream.close()
+        generation.SEATS.leave(ticket)
+    st.session_state.pop(_OWN_PENDING, None)
+    st.session_state[_OWN_RESULT] = generation.own_result(ep, ask, box)
+
+
+def _own_show(result: generation.OwnResult) -> None:
+    run = result.run
+    for key, values in result.ask.notes:  # what the page changed before sending
+        st.info(t(f"ch11.own_note_{key}", **values), icon="ℹ️")
+    if result.stopped:
+        st.warning(t("ch11.own_stopped", n=run.tokens), icon="⏹️")
+    elif run.error:
+        st.error(t("ch11.own_error", error=run.error), icon="⚠️")
+    if run.text:
+        with st.container(border=True):
+            st.markdown(f"{result.ask.job.prompt}**{run.text}**")
+    first, last = result.first_record, result.last_record
+    dropped = first.get("dropped_prompt_tokens", 0)
+    if dropped:
+        kept = first.get("prompt_tokens", 0)
+        st.info(
+            t(
+                "ch11.own_dropped",
+                total=kept + dropped,
+                context=first.get("context_length"),
+                dropped=dropped,
+                kept=kept,
+            ),
+            icon="✂️",
+        )
+    notes = first.get("notes") or []
+    if notes:
+        st.caption(t("ch11.own_server_notes", notes="; ".join(notes)))
+    if last.get("finish_reason"):
+        st.caption(
+            t(
+                "ch11.own_finish",
+                reason=last["finish_reason"],
+                prompt=first.get("prompt_tokens"),
+                tokens=last.get("completion_tokens", run.tokens),
+                context=first.get("context_length"),
+            )
+        )
+    if result.ended:
+        e = result.ended
+        st.caption(
+            t(
+                "ch11.own_ended",
+                request_id=e.get("request_id", run.request_id),
+                step=e.get("step"),
+                reason=e.get("reason"),
+                kib=_fmt(e.get("kv_bytes_freed", 0) / 1024, ".0f"),
+            )
+        )
+    elif result.stopped:
+        st.caption(t("ch11.own_not_ended"))
+    if not run.tokens:
+        return
+    figs = result.figures()
+    tables.show(
+        [
+            {
+                t("ch11.own_col_measure"): t(f"ch11.own_m_{key}"),
+                t("ch11.own_col_client"): figs.get(f"{key}_client"),
+                t("ch11.own_col_server"): figs.get(f"{key}_server", figs.get(f"{key}_ms")),
+            }
+            for key in ("ttft", "itl")
+        ]
+        + [
+            {
+                t("ch11.own_col_measure"): t("ch11.own_m_wait"),
+                t("ch11.own_col_client"): None,
+                t("ch11.own_col_server"): figs["wait_ms"],
+            }
+        ]
+    )
+    st.caption(t("ch11.own_sides"))
+    names = {k: t(f"ch11.own_fig_{k}") for k in ("client", "server", "freed", "time")}
+    st.plotly_chart(generation.own_figure(result, names), key="ch11_own_fig", width="stretch")
+
+
+def own_prompt() -> None:
+    st.markdown(f"**{t('ch11.own_title')}**")
+    st.caption(t("ch11.own_intro"))
+    ep = server.endpoint()
+    if ep is None:
+        server.say_no_server()
+        return
+    prompt = st.text_area(
+        t("ch11.own_prompt"),
+        t("ch11.own_prompt_default"),
+        key="ch11_own_prompt",
+        persist_state="session",
+        height=80,
+    )
+    left, right = st.columns(2)
+    tokens = left.number_input(
+        t("ch11.own_tokens", max=generation.OWN_MAX_TOKENS),
+        value=generation.OWN_DEFAULT_TOKENS,
+        step=1,
+        key="ch11_own_tokens",
+        persist_state="session",
+    )
+    temperature = right.number_input(
+        t("ch11.own_temperature", max=generation.OWN_MAX_TEMPERATURE),
+        value=0.0,
+        step=0.1,
+        key="ch11_own_temperature",
+        persist_state="session",
+    )
+    go_col, stop_col = st.columns(2)
+    go = go_col.button(t("ch11.own_go"), type="primary", key="ch11_own_go")
+    stop = stop_col.button(t("ch11.own_stop"), key="ch11_own_stop")
+    pending = st.session_state.pop(_OWN_PENDING, None)
+    if (
+        pending is not None
+    ):  # the last run was interrupted mid-stream (Stop, or another click): it was cancelled
+        ask, box = pending
+        st.session_state[_OWN_RESULT] = generation.own_result(ep, ask, box, stopped=True)
+    if go and not stop:
+        try:
+            ask = generation.own_ask(prompt, tokens, temperature)
+        except generation.EmptyPrompt:
+            st.warning(t("ch11.own_empty"), icon="✍️")
+            return
+        st.session_state.pop(_OWN_RESULT, None)
+        _own_generate(ep, ask)
+    result = st.session_state.get(_OWN_RESULT)
+    if result is not None:
+        _own_show(result)
+
+
+render_lesson(11, live={"prefill_decode": own_prompt, "inflight": schedulers, "endpoints": endpoints})

@@ -32,7 +32,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -142,9 +142,13 @@ def stream_http(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cancel_after_tokens: int | None = None,
     request_id: str = "",
+    on_response: Callable[[GenerationRun], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> GenerationRun:
     """Stream over ``generate_stream``; with ``cancel_after_tokens`` the client closes the connection after
-    that many tokens (Triton cancels the request when its HTTP connection closes)."""
+    that many tokens (Triton cancels the request when its HTTP connection closes), and so it does as soon as
+    ``stop`` is set (checked after each response). ``on_response(run)`` is called after each response is
+    booked (``run.text`` then holds the text so far)."""
     run = GenerationRun(HTTP)
     host, port = split_host_port(endpoint.http_url)
     conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
@@ -181,7 +185,11 @@ def stream_http(
                     run.error = str(event["error"])
                     break
                 _take(run, _first(event.get("text_output")), _first(event.get("iteration")), t0)
-                if cancel_after_tokens is not None and run.tokens >= cancel_after_tokens:
+                if on_response is not None:
+                    on_response(run)
+                if (cancel_after_tokens is not None and run.tokens >= cancel_after_tokens) or (
+                    stop is not None and stop.is_set() and not run.finish_reason
+                ):
                     run.cancelled = True
                     break
     except (OSError, http.client.HTTPException, ValueError) as exc:

@@ -1,0 +1,110 @@
+"""Chapter 11's own-prompt element on the real server: the client's time to first token and inter-token latency
+against the server's record of the same requests (in-flight model, 1 and 8 clients), and every bad input through
+the lab function and through the page (AppTest, zh and en).
+
+The tests of this topic that need no server: tests/unit/test_own_prompt.py."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import open_app_page, shown_text
+
+from triton_kitchen.core import lessons
+from triton_kitchen.core.catalog import TINY_LM_IFB
+from triton_kitchen.labs import generation as lab
+from triton_kitchen.tools import generation as G
+
+PAGE = "views/ch11_generation.py"
+
+
+def _agree(client: float, server: float) -> bool:
+    """Within 10 % of the server's figure, or 5 ms."""
+    return abs(client - server) <= max(0.10 * server, 5.0)
+
+
+@pytest.mark.parametrize("clients", [1, 8])
+def test_client_and_server_agree_on_ttft_and_itl(server, clients):
+    """p50 time to first token and p50 inter-token latency, by the client (arrival after its send) and by the
+    server's record (the end of the step that computed the token, after the same send: Triton's queue
+    included, as the wait before each request's first step shows)."""
+    jobs = lab.draw_jobs(2 * clients, 2026)
+    G.closed_loop(server.endpoint, TINY_LM_IFB, jobs[:2], 2)  # the model's first steps are slower
+    load = G.closed_loop(server.endpoint, TINY_LM_IFB, jobs, clients, timeout_s=15)
+    assert not [r.error for r in load.runs if r.error]
+    run = lab.SchedulerRun("in_flight", TINY_LM_IFB, load)
+    client, srv = run.client(), run.server()
+    waits = [
+        lab.OwnResult(lab.OwnAsk(j), r).figures()["wait_ms"] for j, r in zip(jobs, load.runs, strict=True)
+    ]
+    figures = {
+        "ttft": (client["ttft_ms"]["p50"], srv["ttft_ms"]["p50"]),
+        "itl": (client["itl_ms"]["p50"], srv["itl_ms"]["p50"]),
+        "wait_p50": G.percentile(waits, 50),
+    }
+    print(f"clients={clients}", figures)
+    assert all(w is not None and w > 0 for w in waits)
+    for key in ("ttft", "itl"):
+        assert _agree(*figures[key]), (key, figures)
+
+
+def test_bad_input_through_the_lab(server):
+    ep = server.endpoint
+    with pytest.raises(lab.EmptyPrompt):
+        lab.own_ask("  \n", 8, 0)
+    low = lab.own_ask("hi", 0, 0)
+    assert low.job.max_tokens == 1 and low.notes == (("tokens_low", {"asked": 0, "used": 1}),)
+    high = lab.own_ask("hi", 10**9, 99)
+    assert high.job.max_tokens == lab.OWN_MAX_TOKENS and high.job.temperature == lab.OWN_MAX_TEMPERATURE
+    assert [k for k, _ in high.notes] == ["tokens_high", "temperature"]
+
+    # over the context: the oldest tokens are dropped, the record says how many
+    long = lab.own_ask("长" * 200, 4, 0)  # 600 byte tokens
+    box: dict = {}
+    text = "".join(lab.own_stream(ep, long, lab.own_request_id(), box))
+    result = lab.own_result(ep, long, box)
+    first = result.first_record
+    assert first["dropped_prompt_tokens"] == 600 - first["prompt_tokens"] > 0
+    assert text == result.run.text and result.run.tokens <= 4 and result.ended["reason"]
+
+    # Stop (the page's script ends and closes the stream) and a stop event: cancelled, its KV cache freed
+    for how in ("close", "event"):
+        ask = lab.own_ask("Triton", lab.OWN_MAX_TOKENS, 0)
+        box, stop = {}, threading.Event()
+        stream = lab.own_stream(ep, ask, lab.own_request_id(), box, stop)
+        for i, _ in enumerate(stream):  # the event: the stream ends by itself after the next response
+            if i == 2 and how == "close":
+                stream.close()
+                break
+            if i == 2:
+                stop.set()
+        result = lab.own_result(ep, ask, box)
+        assert result.stopped and 3 <= result.run.tokens < lab.OWN_MAX_TOKENS, how
+        assert result.ended and result.ended["reason"] in ("cancelled", "gone"), (how, result.ended)
+        assert result.ended["kv_bytes_freed"] > 0
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_own_prompt_on_the_page(embedded, lang):
+    t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
+    at = open_app_page(PAGE, lang)
+    at.text_area(key="ch11_own_prompt").set_value("")
+    at.button(key="ch11_own_go").click().run()
+    assert t("ch11.own_empty") in shown_text(at) and "ch11_own_result" not in at.session_state
+
+    at.text_area(key="ch11_own_prompt").set_value("长" * 200)
+    at.number_input(key="ch11_own_tokens").set_value(0)
+    at.button(key="ch11_own_go").click().run()
+    result = at.session_state["ch11_own_result"]
+    assert result.run.error is None and result.run.tokens == 1
+    shown = shown_text(at) + "\n".join(e.value for e in at.info)
+    dropped = result.first_record["dropped_prompt_tokens"]
+    assert dropped > 0 and t("ch11.own_note_tokens_low", asked=0, used=1) in shown
+    kept = result.first_record["prompt_tokens"]
+    context = result.first_record["context_length"]
+    assert t("ch11.own_dropped", total=600, context=context, dropped=dropped, kept=kept) in shown
+    figures = result.figures()
+    assert figures["ttft_client"] > 0 and figures["ttft_server"] > 0 and figures["wait_ms"] > 0
+    assert t("ch11.own_sides") in shown

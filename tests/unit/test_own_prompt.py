@@ -1,0 +1,38 @@
+"""Chapter 11's own-prompt element without a server: the checks before sending and the line of seats."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from triton_kitchen.labs import generation as lab
+
+
+def test_an_empty_prompt_is_refused_before_sending():
+    for prompt in ("", "   ", "\n\t", None):
+        with pytest.raises(lab.EmptyPrompt):
+            lab.own_ask(prompt, 8, 0)
+
+
+def test_max_tokens_and_temperature_are_clamped_and_noted():
+    assert lab.own_ask("hi", 8, 0.5).notes == ()
+    assert lab.own_ask("hi", -3, 0).job.max_tokens == 1
+    ask = lab.own_ask("hi", 10**12, -1)
+    assert (ask.job.max_tokens, ask.job.temperature) == (lab.OWN_MAX_TOKENS, 0.0)
+    assert ask.notes == (
+        ("tokens_high", {"asked": 10**12, "used": lab.OWN_MAX_TOKENS}),
+        ("temperature", {"asked": -1.0, "used": 0.0}),
+    )
+    assert lab.own_ask("hi", "x", math.nan).job.temperature == 0.0
+
+
+def test_seats_first_come_first_served_with_a_place():
+    seats = lab.Seats(2)
+    a, b, c, d = (seats.join() for _ in range(4))
+    assert [seats.place(x) for x in (a, b, c, d)] == [0, 0, 1, 2] and seats.waiting == 2
+    seats.leave(a)
+    assert [seats.place(x) for x in (b, c, d)] == [0, 0, 1]
+    seats.leave(d)  # a learner who leaves the line
+    seats.leave(d)
+    assert seats.waiting == 0 and seats.place(c) == 0
