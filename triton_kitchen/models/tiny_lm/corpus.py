@@ -108,15 +108,21 @@ def build_corpus(root: Path = LESSONS, quizzes: bool = True) -> str:
     return "\n\n".join(d.text for d in documents(root, quizzes))
 
 
-def corpus_tokens(root: Path = LESSONS, quizzes: bool = True) -> np.ndarray:
+def corpus_tokens(
+    root: Path = LESSONS, quizzes: bool = True, docs: list[Document] | None = None
+) -> np.ndarray:
     """The training stream: ``BOS`` + the UTF-8 bytes + ``EOS`` for each document, as uint16 ids."""
     out: list[int] = []
-    for d in documents(root, quizzes):
+    for d in documents(root, quizzes) if docs is None else docs:
         out.append(BOS)
         out.extend(d.text.encode("utf-8"))
         out.append(EOS)
     return np.asarray(out, dtype=np.uint16)
 
 
+def tokens_sha256(tokens: np.ndarray) -> str:
+    return hashlib.sha256(np.asarray(tokens, dtype=np.uint16).tobytes()).hexdigest()
+
+
 def corpus_sha256(root: Path = LESSONS, quizzes: bool = True) -> str:
-    return hashlib.sha256(corpus_tokens(root, quizzes).tobytes()).hexdigest()
+    return tokens_sha256(corpus_tokens(root, quizzes))

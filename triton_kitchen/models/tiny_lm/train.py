@@ -272,16 +272,17 @@ def main(argv=None) -> int:
         n_heads=args.heads,
         d_ff=4 * args.d_model,
     )
-    data = corpus.corpus_tokens()
+    docs = corpus.documents()
+    data = corpus.corpus_tokens(docs=docs)
     t0 = time.time()
     params, record = train(
         cfg, args.steps, args.seed, args.batch, args.lr, data, log=None if args.quiet else print
     )
     record.update({
         "corpus": "lessons/{zh,en}/*.md and lessons/{zh,en}/quiz/*.toml (triton_kitchen.models.tiny_lm.corpus)",
-        "corpus_bytes": int(data.size - 2 * len(corpus.documents())),
+        "corpus_bytes": int(data.size - 2 * len(docs)),
         "corpus_tokens": int(data.size),
-        "corpus_sha256": corpus.corpus_sha256(),
+        "corpus_sha256": corpus.tokens_sha256(data),
         "command": "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m triton_kitchen.models.tiny_lm.train "
         + " ".join(argv if argv is not None else sys.argv[1:]),
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
