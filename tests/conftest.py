@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from triton_kitchen.core import on_demand
 from triton_kitchen.core.server import EmbeddedServer
 
 
 @pytest.fixture(scope="session")
 def server():
-    """The real tritonserver on model_repository/, on free ports, shared by all tests."""
-    srv = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0)
+    """The real tritonserver on model_repository/, on free ports, shared by all tests; started as the app starts it
+    (the drills' models load on first use)."""
+    srv = EmbeddedServer(http_port=0, grpc_port=0, metrics_port=0, load_models=on_demand.loaded_at_start())
     srv.start(timeout=180)
     yield srv
     srv.stop()

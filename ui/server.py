@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from triton_kitchen.core import kserve
+from triton_kitchen.core import kserve, on_demand
 from triton_kitchen.core.endpoint import Endpoint, remote_headers
 from triton_kitchen.core.server import EmbeddedServer
 from triton_kitchen.core.settings import settings
@@ -59,7 +59,12 @@ _STATUS_KEY = "tk_status_run"  # (this run's marker, its ServerStatus | None)
 @st.cache_resource(show_spinner=False)
 def supervisor() -> ServerSupervisor:
     """The app's one embedded server (started on first use, restarted in the background)."""
-    return ServerSupervisor(EmbeddedServer)
+    return ServerSupervisor(app_server)
+
+
+def app_server() -> EmbeddedServer:
+    """The embedded server as the app starts it: the drills' models load on first use (``core.on_demand``)."""
+    return EmbeddedServer(load_models=on_demand.loaded_at_start())
 
 
 def auto_restart() -> bool:

@@ -107,12 +107,13 @@ def _status(status: ServerStatus | None) -> None:
         st.caption(t("sidebar.status_down_help"))
         return
     ready = sum(1 for m in status.models if m.ready)
-    st.success(
-        t("sidebar.status_up", version=status.version or "?", ready=ready, total=len(status.models)),
-        icon="🟢",
-    )
-    if ready < len(status.models):
-        st.warning(t("sidebar.models_not_ready", n=len(status.models) - ready), icon="⛔")
+    later = sum(1 for m in status.models if m.on_first_use)  # the drills' models: loaded when a drill runs
+    total = len(status.models) - later
+    st.success(t("sidebar.status_up", version=status.version or "?", ready=ready, total=total), icon="🟢")
+    if ready < total:
+        st.warning(t("sidebar.models_not_ready", n=total - ready), icon="⛔")
+    if later:
+        st.caption(t("sidebar.models_on_first_use", n=later))
     # a server of another version than the course's 2.51: what the lessons say that is otherwise there
     for note in version_facts.server_notes(status.version, i18n.lang()):
         st.caption(note)
@@ -143,7 +144,13 @@ def models_rows(status: ServerStatus, counts: metrics.ServerMetrics | None) -> l
     mean batch and queue apart) put the counts behind a horizontal scroll nobody saw."""
     rows = []
     for m in status.models:
-        row = {t("sidebar.col_model"): f"✅ {m.name}" if m.ready else f"⛔ {m.name} · {m.state or '?'}"}
+        if m.ready:
+            mark = f"✅ {m.name}"
+        elif m.on_first_use:
+            mark = f"💤 {m.name} · {t('sidebar.state_on_first_use')}"
+        else:
+            mark = f"⛔ {m.name} · {m.state or '?'}"
+        row = {t("sidebar.col_model"): mark}
         if counts is not None:
             c = counts.models.get(m.name)
             row[t("sidebar.col_served")] = int(c.success) if c else 0

@@ -9,6 +9,7 @@ import streamlit as st
 
 from triton_kitchen.core import kserve
 from triton_kitchen.labs import cache_warmup, metrics_burst, model_control, perf_split, wire_limits
+from triton_kitchen.tools.repository import ModelState
 from ui import errors, health_drill, predict, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box, render_lesson
@@ -30,14 +31,21 @@ def _index(ep) -> None:
         except kserve.KServeError as exc:
             st.caption(t("ch10.index_none", detail=exc.detail))
             return
+        states = [
+            ModelState(str(r.get("name", "")), state=r.get("state", ""), reason=r.get("reason", ""))
+            for r in rows
+        ]
         tables.show(
             [
                 {
-                    t("ch10.col.model"): r.get("name"),
-                    t("ch10.col.state"): r.get("state", "—"),
-                    t("ch10.col.reason"): r.get("reason", ""),
+                    t("ch10.col.model"): m.name,
+                    t("ch10.col.state"): m.state or "—",
+                    # a drill's model never loaded has no state in Triton's index: it loads on first use
+                    t("ch10.col.reason"): t("repo.state_on_first_use")
+                    if m.on_first_use and not m.state
+                    else m.reason,
                 }
-                for r in rows
+                for m in states
             ]
         )
 

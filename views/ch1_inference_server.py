@@ -41,7 +41,7 @@ def _model_details(
     c1.metric(t("repo.kind"), entry.kind)
     c2.metric(t("repo.max_batch_size"), b["max_batch_size"])
     c3.metric(t("repo.versions"), ", ".join(map(str, entry.versions)) or "—")
-    c4.metric(t("repo.state"), model_state.state if model_state else "—")
+    c4.metric(t("repo.state"), _state_text(model_state) if model_state else "—")
     if b["max_batch_size"] > 0:
         st.caption(t("repo.batch_note", n=b["max_batch_size"]))
     st.markdown(f"**{t('repo.tensors')}**")
@@ -133,12 +133,21 @@ def order_a_meal() -> None:
             st.info(t("classify.pick_first"))
 
 
+def _state_text(state: repository.ModelState) -> str:
+    """Triton's state of a model, or that it loads on first use (a drill's model before its drill runs)."""
+    return t("repo.state_on_first_use") if state.on_first_use else state.state
+
+
 def repository_browser() -> None:
     st.subheader(t("repo.title"))
     status = server.status()
     entries = list(catalog.models().values())
     st.caption(t("repo.path", path=str(repository.DEFAULT_REPOSITORY.name) + "/"))
     rows = repository.summary_rows(entries, status)
+    for row in rows:  # a drill's model not loaded yet: said so, not left blank like a fault
+        state = status.state_of(row["model"]) if status is not None else None
+        if state is not None and not state.ready:
+            row["state"] = _state_text(state)
     st.dataframe(_columns(rows, "repo.col"), hide_index=True, width="stretch")
     names = [e.name for e in entries]
     current = i18n.selected_model()

@@ -159,24 +159,29 @@ def python_backend() -> None:
     if ep is None:
         server.say_no_server()
         return
-    if ep.embedded:
+    if not ep.embedded:
+        st.info(t("py_inside.stubs_remote"))
+    else:
         embedded = server.supervisor().server
         found = shapes.stubs(catalog.SHAPES_DRILL, embedded.pid if embedded is not None else None)
-        tables.show(
-            [
-                {
-                    t("py_inside.col.instance"): s.instance,
-                    t("py_inside.col.pid"): str(s.pid),
-                    t("py_inside.col.region"): s.region,
-                    t("py_inside.col.region_mb"): None if s.region_bytes is None else s.region_bytes / 2**20,
-                }
-                for s in found
-            ],
-            decimals={t("py_inside.col.region_mb"): 1},
-        )
-        st.caption(t("py_inside.stubs_note", n=len(found)))
-    else:
-        st.info(t("py_inside.stubs_remote"))
+        if not found:  # not loaded yet: the drills' models load on first use (the burst below loads it)
+            st.caption(t("py_inside.stubs_on_first_use", model=catalog.SHAPES_DRILL))
+        else:
+            tables.show(
+                [
+                    {
+                        t("py_inside.col.instance"): s.instance,
+                        t("py_inside.col.pid"): str(s.pid),
+                        t("py_inside.col.region"): s.region,
+                        t("py_inside.col.region_mb"): None
+                        if s.region_bytes is None
+                        else s.region_bytes / 2**20,
+                    }
+                    for s in found
+                ],
+                decimals={t("py_inside.col.region_mb"): 1},
+            )
+            st.caption(t("py_inside.stubs_note", n=len(found)))
     options = predict.choices("py_inside.opt", ("list", "stacked", "one_each"))
     predict.ask("ch3_inside", t("py_inside.predict", n=shapes.INSIDE_BURST), options)
     if server.run_button(t("py_inside.run", n=shapes.INSIDE_BURST), key="ch3_inside_run", type="primary"):

@@ -17,6 +17,19 @@ EXPECTED = {
     "fuse_logits",
     "second_opinion",
     "streamer",
+    "tiny_lm",
+    "tiny_lm_ifb",
+    "cache_drill",
+    "warmup_drill",
+    "running_sum",
+    "running_sum_plain",
+    "shapes_drill",
+    "shapes_ragged",
+    "shapes_bucket_short",
+    "shapes_bucket_long",
+}
+# the drills' models: not loaded at the server's start, loaded when a drill first sends to them
+LOADED_ON_FIRST_USE = {
     "cache_drill",
     "warmup_drill",
     "running_sum",

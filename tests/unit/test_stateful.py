@@ -58,6 +58,7 @@ def test_both_models_run_the_same_code():
 
 def test_slots_from_the_config(monkeypatch):
     def config(cfg):
+        monkeypatch.setattr(stateful.kserve, "model_ready", lambda ep, model: True)
         monkeypatch.setattr(stateful.kserve, "model_config", lambda ep, model: cfg)
         return stateful.batcher(None)
 
@@ -73,6 +74,12 @@ def test_slots_from_the_config(monkeypatch):
     }
     assert config(oldest) == stateful.Batcher("oldest", 32, 30.0)
     assert config({"max_batch_size": 0, "sequence_batching": {}}).slots == 1
+
+
+def test_slots_before_the_first_use_come_from_the_repository(monkeypatch):
+    """running_sum waits for its first use: the page shows its slots from config.pbtxt without loading it."""
+    monkeypatch.setattr(stateful.kserve, "model_ready", lambda ep, model: False)
+    assert stateful.batcher(None) == stateful.Batcher("direct", 8, 30.0)
 
 
 def test_right_totals_from_two_stubs_are_luck_not_state():

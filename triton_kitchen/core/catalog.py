@@ -46,6 +46,20 @@ SHAPES_DRILL = "shapes_drill"
 SHAPES_RAGGED = "shapes_ragged"
 SHAPES_BUCKET_SHORT = "shapes_bucket_short"
 SHAPES_BUCKET_LONG = "shapes_bucket_long"
+
+# The drills' models are loaded when a drill first sends to them, not when the app's server starts: each is its own
+# stub process (two for those with 2 instances), and all of them loaded at start doubled the server's processes,
+# start-up CPU and memory. core/on_demand.py loads them; the course's other models stay loaded from the start.
+LOADED_ON_FIRST_USE = (
+    SHAPES_DRILL,
+    SHAPES_RAGGED,
+    SHAPES_BUCKET_SHORT,
+    SHAPES_BUCKET_LONG,
+    CACHE_DRILL,
+    WARMUP_DRILL,
+    RUNNING_SUM,
+    RUNNING_SUM_PLAIN,
+)
 # the LLM lab: the course's tiny language model under request-level and under in-flight batching
 TINY_LM = "tiny_lm"
 TINY_LM_IFB = "tiny_lm_ifb"

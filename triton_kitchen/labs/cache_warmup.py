@@ -28,6 +28,7 @@ from triton_kitchen.core import kserve
 from triton_kitchen.core.catalog import CACHE_DRILL, WARMUP_DRILL
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.on_demand import ensure_loaded
 
 WORK_MS = 40.0  # cache_drill's model.py: WORK_S
 COLD_START_MS = 500.0  # warmup_drill's model.py: COLD_START_S
@@ -101,6 +102,7 @@ class CacheResult:
 
 def same_request_twice(endpoint: Endpoint, model: str = CACHE_DRILL) -> CacheResult:
     """A new request (random numbers: no learner has sent it before), the same again, then one number changed."""
+    ensure_loaded(endpoint, model)  # loaded on first use, not at the server's start
     x = np.random.default_rng().random(4, dtype=np.float32)
     changed = x.copy()
     changed[0] += 1.0
@@ -161,6 +163,7 @@ def cache_refusals(
 ) -> list[Refusal]:
     """Ask Triton to load ``model`` (the cache on) with a sequence batcher, then with decoupled responses; what it
     said each time, and whether the loaded copy still answered afterwards. ``log`` reads the server's log."""
+    ensure_loaded(endpoint, model)  # loaded on first use, not at the server's start
     try:
         base = kserve.model_config(endpoint, model)
     except kserve.KServeError as exc:
@@ -236,6 +239,7 @@ def first_requests(endpoint: Endpoint, model: str = WARMUP_DRILL) -> WarmupResul
     if not lock.acquire(blocking=False):
         raise DrillError("busy", f"another warm-up drill is reloading {model}")
     try:
+        ensure_loaded(endpoint, model)  # loaded on first use: its loaded config is the drill's base
         try:
             base = kserve.model_config(endpoint, model)
         except kserve.KServeError as exc:

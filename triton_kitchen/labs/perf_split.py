@@ -14,6 +14,7 @@ import numpy as np
 
 from triton_kitchen.core.catalog import CACHE_DRILL
 from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.on_demand import ensure_loaded
 from triton_kitchen.tools.perf_analyzer import PerfAnalyzerResult, run_perf_analyzer
 
 CONCURRENCY = 4
@@ -54,6 +55,7 @@ class SplitResult:
 
 def same_vs_varied(endpoint: Endpoint, model: str = CACHE_DRILL) -> SplitResult:
     """Two perf_analyzer runs over gRPC (about 4 s each); raises PerfAnalyzerError."""
+    ensure_loaded(endpoint, model)  # loaded on first use, not at the server's start
     one = {"x": np.random.default_rng().random(4, dtype=np.float32)}
     same = run_perf_analyzer(endpoint, model, "grpc", CONCURRENCY, one, 0, window_ms=WINDOW_MS)
     varied = run_perf_analyzer(

@@ -33,6 +33,7 @@ from triton_kitchen.core import clients, kserve
 from triton_kitchen.core.catalog import SHAPES_BUCKET_LONG, SHAPES_BUCKET_SHORT, SHAPES_DRILL, SHAPES_RAGGED
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.on_demand import ensure_loaded
 
 INPUT, OUTPUTS = "tokens", ("score", "call")
 LONGEST = 128  # the longest row a client sends (the long bucket's width)
@@ -175,6 +176,8 @@ def run_way(
         raise ShapesError("bad_settings", f"way must be one of {', '.join(WAYS)}")
     client = clients.grpc_client(endpoint)
     models = models_of(way)
+    for model in models:  # loaded on first use, not at the server's start
+        ensure_loaded(endpoint, model)
     _infer(
         client, route(way, 1, pad_to)[0], row(1, route(way, 1, pad_to)[1], 0)
     )  # wake a stub before counting
@@ -298,6 +301,7 @@ def inside_burst(endpoint: Endpoint, n: int = INSIDE_BURST, length: int = 16) ->
         raise ShapesError("bad_settings", f"a burst is 1..32 requests, not {n}")
     if not 1 <= length <= LONGEST:
         raise ShapesError("bad_settings", f"a row is 1..{LONGEST} numbers, not {length}")
+    ensure_loaded(endpoint, SHAPES_DRILL)  # loaded on first use, not at the server's start
     client = clients.grpc_client(endpoint)
     cfg = kserve.model_config(endpoint, SHAPES_DRILL)
     instances = sum(int(g.get("count", 1) or 1) for g in cfg.get("instance_group", []) or [{}])

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import tritonclient.grpc as grpcclient
+from google.protobuf import json_format
 
-from triton_kitchen.core import kserve
+from triton_kitchen.core import catalog, kserve
 from triton_kitchen.core.catalog import RUNNING_SUM, RUNNING_SUM_PLAIN
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.on_demand import ensure_loaded
 
 MODELS = (RUNNING_SUM, RUNNING_SUM_PLAIN)
 LEARNERS = {"A": (1.0, 2.0, 3.0, 4.0), "B": (10.0, 20.0, 30.0, 40.0)}
@@ -116,6 +118,7 @@ def step(endpoint: Endpoint, corr_id: int | str, x: float, start: bool = False, 
     """One request of a learner's sequence to ``running_sum``; raises SequenceError with Triton's words."""
     if not np.isfinite(x):
         raise SequenceError("failed", f"x must be a finite number, not {x}")
+    ensure_loaded(endpoint, RUNNING_SUM)  # loaded on first use, not at the server's start
     return _send(_client(endpoint), RUNNING_SUM, corr_id, float(x), start, end)
 
 
@@ -178,6 +181,7 @@ def two_learners(endpoint: Endpoint, model: str = RUNNING_SUM) -> TwoLearners:
     thread each, one gRPC client each). The first step carries START, the last END."""
     if model not in MODELS:
         raise SequenceError("failed", f"model must be one of {', '.join(MODELS)}")
+    ensure_loaded(endpoint, model)  # loaded on first use, not at the server's start
     ids = {learner: new_id() for learner in LEARNERS}
     run = TwoLearners(model, ids)
     clients = {learner: grpcclient.InferenceServerClient(endpoint.grpc_url) for learner in LEARNERS}
@@ -224,8 +228,12 @@ class Batcher:
 
 def batcher(endpoint: Endpoint, model: str = RUNNING_SUM) -> Batcher:
     """Slots: max_batch_size (at least 1) per instance for direct, max_candidate_sequences for oldest (core
-    r24.10 sequence_batch_scheduler.cc), times the instances."""
-    cfg = kserve.model_config(endpoint, model)
+    r24.10 sequence_batch_scheduler.cc), times the instances. Read from the loaded config, or from the repository's
+    ``config.pbtxt`` while the model waits for its first use (shown on the page before any request loads it)."""
+    if kserve.model_ready(endpoint, model):
+        cfg = kserve.model_config(endpoint, model)
+    else:
+        cfg = json_format.MessageToDict(catalog.models()[model].config, preserving_proto_field_name=True)
     sb = cfg.get("sequence_batching") or {}
     instances = sum(int(g.get("count", 1) or 1) for g in cfg.get("instance_group") or [{}])
     per_instance = max(1, int(cfg.get("max_batch_size", 0) or 0))

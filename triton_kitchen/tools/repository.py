@@ -63,6 +63,17 @@ class ModelState:
     def ready(self) -> bool:
         return self.state.upper() == "READY"
 
+    @property
+    def on_first_use(self) -> bool:
+        """Not loaded (yet, or again), and loaded when a drill first sends to it (``catalog.LOADED_ON_FIRST_USE``):
+        the normal state of a drill's model, not a fault. Never loaded, Triton's index gives it no state; unloaded,
+        ``UNAVAILABLE`` with the reason ``unloaded``; a failed load keeps Triton's error as its reason."""
+        return (
+            self.name in catalog.LOADED_ON_FIRST_USE
+            and self.state.upper() in ("", "UNAVAILABLE", "LOADING")
+            and self.reason in ("", "unloaded")
+        )
+
 
 @dataclass
 class ServerStatus:
