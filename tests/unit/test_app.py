@@ -90,7 +90,7 @@ def _run_button_page():
 def test_a_click_that_arrives_after_the_button_was_disabled_runs_nothing():
     """A click made while the button was enabled arrives with the next run; when that run draws it disabled
     (the server went away meanwhile), st.button still says True: run_button does not."""
-    at = AppTest.from_function(_run_button_page)
+    at = AppTest.from_function(_run_button_page, default_timeout=30)
     at.run()
     at.button(key="b1").click()
     at.button(key="b2").click()

@@ -83,14 +83,14 @@ def _page(stable: bool, ratio: float, runs: int) -> None:
 
 @pytest.mark.app
 def test_the_page_warns_when_the_windows_disagree():
-    at = AppTest.from_function(_page, args=(False, 1.1, 1))
+    at = AppTest.from_function(_page, args=(False, 1.1, 1), default_timeout=30)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     words = dict(n=3, w="1.0", off="4", on="30", low="0.75", high="1.50")
     assert [w.value for w in at.warning] == [lessons.t("lab_batching.unstable", "en", **words)]
     assert "×0.75" in at.warning[0].value and "×1.50" in at.warning[0].value
 
-    at = AppTest.from_function(_page, args=(True, 1.1, 1))
+    at = AppTest.from_function(_page, args=(True, 1.1, 1), default_timeout=30)
     at.run()
     assert not at.warning
     assert lessons.t("lab_batching.stable", "en", n=3, w="1.0", off="4", on="3") in [
@@ -100,7 +100,7 @@ def test_the_page_warns_when_the_windows_disagree():
 
 @pytest.mark.app
 def test_a_rerun_of_the_same_settings_far_from_the_last_is_named():
-    at = AppTest.from_function(_page, args=(True, 1.1, 1))
+    at = AppTest.from_function(_page, args=(True, 1.1, 1), default_timeout=30)
     at.run()
     assert not at.info
     at.session_state["batch_history"] = [((at.session_state["batch_history"][0][0]), 0.73)]

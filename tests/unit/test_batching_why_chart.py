@@ -36,7 +36,7 @@ def _annotations(at: AppTest) -> list[str]:
 
 @pytest.mark.app
 def test_the_senders_ceiling_is_named_where_the_simulated_latency_reaches_it():
-    at = AppTest.from_function(_app)
+    at = AppTest.from_function(_app, default_timeout=30)
     at.run(timeout=30)
     assert not at.exception, [e.value for e in at.exception]
     # 16 senders all waiting at 16 answers/s: 1000 ms, from the moment each request leaves

@@ -31,7 +31,7 @@ def _predict_app() -> None:
 
 @pytest.mark.app
 def test_predict_helper_keeps_the_prediction_made_before_the_run():
-    at = AppTest.from_function(_predict_app)
+    at = AppTest.from_function(_predict_app, default_timeout=30)
     at.run()
     at.button(key="run").click().run()  # no prediction
     assert any("goes up" in m.value for m in at.markdown)
@@ -83,7 +83,7 @@ def page_parts(monkeypatch):
 def test_little_shows_no_verdict_the_numbers_contradict(page_parts):
     from triton_kitchen.core import lessons
 
-    at = AppTest.from_function(_little_app)
+    at = AppTest.from_function(_little_app, default_timeout=30)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     shown = " ".join(w.value for w in at.warning)
@@ -110,7 +110,7 @@ def _queue_chart_app() -> None:
 def test_queue_chart_shows_every_request_of_a_batch(page_parts):
     import json
 
-    at = AppTest.from_function(_queue_chart_app)
+    at = AppTest.from_function(_queue_chart_app, default_timeout=30)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]

@@ -50,7 +50,7 @@ def _connect_to_a_host_alone():
 def test_the_sidebar_form_keeps_a_host_alone_on_tritons_ports():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_function(_connect_to_a_host_alone)
+    at = AppTest.from_function(_connect_to_a_host_alone, default_timeout=30)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.markdown[0].value == repr((("gpu-box:8000", "gpu-box:8001"), "gpu-box:8002"))

@@ -167,7 +167,7 @@ def test_predict_then_draw(name, lang):
     from conftest import predict_and_press, shown_text
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_function(_timeline_app, args=(name,))
+    at = AppTest.from_function(_timeline_app, args=(name,), default_timeout=30)
     at.query_params["lang"] = lang
     at.run()
     assert not at.exception, [e.value for e in at.exception]

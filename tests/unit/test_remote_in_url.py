@@ -32,7 +32,7 @@ def _session(choose: str = "") -> None:
 
 
 def _run(choose: str = "", **params: str) -> AppTest:
-    at = AppTest.from_function(_session, args=(choose,))
+    at = AppTest.from_function(_session, args=(choose,), default_timeout=30)
     for k, v in params.items():
         at.query_params[k] = v
     at.run()

@@ -27,7 +27,7 @@ def _box(lang: str, with_metrics: bool, pending: float) -> None:
 
 
 def _open(lang: str, with_metrics: bool = True, pending: float = 0) -> AppTest:
-    at = AppTest.from_function(_box, args=(lang, with_metrics, pending))
+    at = AppTest.from_function(_box, args=(lang, with_metrics, pending), default_timeout=30)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

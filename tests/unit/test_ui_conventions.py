@@ -139,7 +139,7 @@ def _tabs_app() -> None:
 def test_tabs_open_on_the_tab_the_reader_left_open():
     """ui.boxes.remembered_tabs: the tab the reader picked stays open after new labels (a language switch) and
     after the tabs were not drawn for a while (a page switch); a plain st.tabs opens its first tab again."""
-    at = AppTest.from_function(_tabs_app)
+    at = AppTest.from_function(_tabs_app, default_timeout=30)
     at.run()
     assert at.session_state["open"] == [True, False, False]
     at.session_state["tabs"] = "three (en)"  # what a click on the third tab does

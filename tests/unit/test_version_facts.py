@@ -131,7 +131,7 @@ def test_the_sidebar_shows_the_servers_version_and_what_differs(lang):
     from triton_kitchen.core.version_facts import server_notes
 
     for version, expected in (("2.51.0", []), ("2.68.0", server_notes("2.68.0", lang))):
-        at = AppTest.from_function(_status_box, args=(lang, version))
+        at = AppTest.from_function(_status_box, args=(lang, version), default_timeout=30)
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert f"Triton {version}" in at.success[0].value
