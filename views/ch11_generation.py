@@ -191,14 +191,23 @@ def _own_generate(ep, ask: generation.OwnAsk) -> None:
     try:
         _own_wait(ticket, st.empty())
         stream = generation.own_stream(ep, ask, request_id, box)
-        with st.container(border=True):
+        holder = st.empty()
+        with holder.container(border=True):
             st.write_stream(stream)
+        holder.empty()  # the finished text is shown once, below, with the record
     finally:  # also when the learner's Stop interrupts this run: the stream closes, Triton cancels the request
         if stream is not None:
             stream.close()
         generation.SEATS.leave(ticket)
     st.session_state.pop(_OWN_PENDING, None)
     st.session_state[_OWN_RESULT] = generation.own_result(ep, ask, box)
+
+
+def _md(text: str) -> str:
+    """``text`` shown as written: Markdown's special characters escaped, line breaks kept."""
+    for ch in "\\`*_{}[]()<>#+-.!|~$":
+        text = text.replace(ch, "\\" + ch)
+    return text.replace("\n", "  \n")
 
 
 def _own_show(result: generation.OwnResult) -> None:
@@ -211,7 +220,7 @@ def _own_show(result: generation.OwnResult) -> None:
         st.error(t("ch11.own_error", error=run.error), icon="⚠️")
     if run.text:
         with st.container(border=True):
-            st.markdown(f"{result.ask.job.prompt}**{run.text}**")
+            st.markdown(f"{_md(result.ask.job.prompt)} **{_md(run.text.strip())}**")
     first, last = result.first_record, result.last_record
     dropped = first.get("dropped_prompt_tokens", 0)
     if dropped:

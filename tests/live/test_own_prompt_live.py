@@ -68,7 +68,11 @@ def test_bad_input_through_the_lab(server):
     assert first["dropped_prompt_tokens"] == 600 - first["prompt_tokens"] > 0
     assert text == result.run.text and result.run.tokens <= 4 and result.ended["reason"]
 
-    # Stop (the page's script ends and closes the stream) and a stop event: cancelled, its KV cache freed
+    # Stop (the page's script ends and closes the stream) and a stop event: cancelled, its KV cache freed; found
+    # also while other learners generate (their responses, not a probe's, carry the step that ended it)
+    others = [G.Job("others " * 4, 64, parameters={"ignore_eos": True})] * 8
+    crowd = threading.Thread(target=G.closed_loop, args=(ep, TINY_LM_IFB, others, 4), daemon=True)
+    crowd.start()
     for how in ("close", "event"):
         ask = lab.own_ask("Triton", lab.OWN_MAX_TOKENS, 0)
         box, stop = {}, threading.Event()
@@ -83,6 +87,7 @@ def test_bad_input_through_the_lab(server):
         assert result.stopped and 3 <= result.run.tokens < lab.OWN_MAX_TOKENS, how
         assert result.ended and result.ended["reason"] in ("cancelled", "gone"), (how, result.ended)
         assert result.ended["kv_bytes_freed"] > 0
+    crowd.join(30)
 
 
 @pytest.mark.app

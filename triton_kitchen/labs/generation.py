@@ -655,26 +655,23 @@ def own_stream(
 def find_end(
     ep: Endpoint, request_id: str, runs: list[generation.GenerationRun], wait_s: float = 5.0
 ) -> dict | None:
-    """The record of ``request_id``'s end (its reason and the KV-cache bytes freed): in the steps ``runs``
-    carried, else in the records of short probe generations sent until one carries it (a sequence that
-    left without a response to carry its end is reported by the next step) or ``wait_s`` ran out."""
-
-    def look(found: list[generation.GenerationRun]) -> dict | None:
-        for r in found:
-            for s in r.steps():
-                for e in s.get("ended", []):
-                    if e.get("request_id") == request_id:
-                        return {**e, "step": s["step"], "end_ns": s["end_ns"]}
-        return None
-
-    hit = look(runs)
+    """The server's record of ``request_id``'s end (its reason, the KV-cache bytes freed, the step): in the
+    steps ``runs`` carried, else asked for with one-token probes whose parameter ``ended_of`` names it (the
+    model keeps its recent ends), until one answers or ``wait_s`` ran out (a sequence Triton dropped between
+    steps is freed a quarter second later)."""
+    for r in runs:
+        for s in r.steps():
+            for e in s.get("ended", []):
+                if e.get("request_id") == request_id:
+                    return {**e, "step": s["step"], "end_ns": s["end_ns"]}
     deadline = time.monotonic() + wait_s
-    while hit is None and time.monotonic() < deadline:
-        probe = generation.Job("·", 2, parameters={"ignore_eos": True})
-        hit = look([generation.stream_http(ep, OWN_MODEL, probe, 10.0, request_id=f"{request_id}-probe")])
-        if hit is None:
-            time.sleep(0.1)
-    return hit
+    while True:
+        probe = generation.Job("·", 1, parameters={"ignore_eos": True, "ended_of": request_id})
+        answer = generation.stream_http(ep, OWN_MODEL, probe, 10.0, request_id=f"{request_id}-probe")
+        hit = answer.records[-1].get("ended_of") if answer.records else None
+        if hit or time.monotonic() >= deadline:
+            return {**hit, "end_ns": hit.get("at_ns", 0)} if hit else None
+        time.sleep(0.1)
 
 
 @dataclass

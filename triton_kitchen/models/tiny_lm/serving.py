@@ -32,7 +32,8 @@ the record says so (0 gives one final response with no text); temperature is cla
 than the context keeps its newest tokens (``dropped_prompt_tokens`` in every record). A request found cancelled
 (the client cancelled or disconnected: Triton cancels the request) ends at the end of that step: its KV cache is
 freed and the step's record lists it under ``ended``
-(or the next step's record, when no other sequence was there to receive this one's). Under in-flight batching a request cancelled *between* steps
+(or the next step's record, when no other sequence was there to receive this one's; and the final record of a later
+request whose parameter ``ended_of`` names its request id). Under in-flight batching a request cancelled *between* steps
 is dropped by Triton's scheduler without telling the model; the model frees a sequence that has been missing from
 :data:`GONE_AFTER_STEPS` steps in a row for at least :data:`GONE_AFTER_S` seconds and records it as ``gone``.
 
@@ -61,6 +62,9 @@ MAX_TEMPERATURE = 5.0
 CANCEL_CHECK_S = 0.05  # request.is_cancelled() is an IPC round trip (about 0.1-0.2 ms): at most this often
 GONE_AFTER_STEPS = 2
 GONE_AFTER_S = 0.25
+ENDED_LOG = (
+    256  # ended entries kept for a later request's parameter "ended_of" (a client that left cannot be told)
+)
 REQUEST_LEVEL, IN_FLIGHT = "request_level", "in_flight"
 START_FLAG = 1  # TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
 
@@ -312,6 +316,7 @@ class TritonPythonModel:
         self.execution = 0
         self._step_json: tuple = (None, "")  # (the step record, its JSON): serialized once per step
         self._unreported: list[dict] = []  # ended entries of steps whose record no response carried
+        self.ended_log: dict = {}  # request id -> its ended entry, the last ENDED_LOG: parameter "ended_of"
 
     # -- Triton plumbing ---------------------------------------------------------------------------------
     def _get(self, request):
@@ -355,6 +360,8 @@ class TritonPythonModel:
         if self._step_json[0] is not record:
             self._step_json = (record, json.dumps(record))
         info = response_json(seq, self._step_json[1], final, self.max_sequences, self.weights)
+        if final and "ended_of" in (asked := self._parameters(seq.request)):  # how another request ended
+            info = info[:-1] + ', "ended_of": ' + json.dumps(self.ended_log.get(str(asked["ended_of"]))) + "}"
         outputs = [
             self.pb.Tensor("text_output", np.array([[text.encode("utf-8")]], dtype=object)),
             self.pb.Tensor("iteration", np.array([[info.encode("utf-8")]], dtype=object)),
@@ -368,13 +375,18 @@ class TritonPythonModel:
         return self._ended(seq, "cancelled", freed)
 
     def _ended(self, seq: Sequence, reason: str, freed: int) -> dict:
-        return {
+        entry = {
             "request_id": seq.request_id,
             "sequence": seq.key,
             "reason": reason,
             "kv_bytes_freed": freed,
             "step": self.step,
+            "at_ns": time.time_ns(),
         }
+        self.ended_log[seq.request_id] = entry
+        if len(self.ended_log) > ENDED_LOG:
+            del self.ended_log[next(iter(self.ended_log))]
+        return entry
 
     def _record(self, *args) -> dict:
         """:func:`step_record` with the ended sequences of earlier steps that no response carried (a cancelled
