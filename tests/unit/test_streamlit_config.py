@@ -5,7 +5,17 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.If, ast.For, ast.While, ast.Try)
+SCOPES = (
+    ast.Module,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.With,
+    ast.If,
+    ast.For,
+    ast.While,
+    ast.Try,
+)
 
 
 def _magic_expressions(path: Path) -> list[int]:
@@ -15,9 +25,15 @@ def _magic_expressions(path: Path) -> list[int]:
         if not isinstance(node, SCOPES):
             continue
         for i, stmt in enumerate(node.body):
-            if not isinstance(stmt, ast.Expr) or isinstance(stmt.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)):
+            if not isinstance(stmt, ast.Expr) or isinstance(
+                stmt.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)
+            ):
                 continue
-            docstring = i == 0 and isinstance(stmt.value, ast.Constant) and not isinstance(node, (ast.With, ast.If, ast.For, ast.While, ast.Try))
+            docstring = (
+                i == 0
+                and isinstance(stmt.value, ast.Constant)
+                and not isinstance(node, (ast.With, ast.If, ast.For, ast.While, ast.Try))
+            )
             if not docstring:
                 found.append(stmt.lineno)
     return found

@@ -24,7 +24,9 @@ CHAPTER_STAGES: dict[int, frozenset[str]] = {
     8: frozenset(STAGES),  # common mistakes: every stage of the life
     9: frozenset({"queue", "batcher", "instance"}),  # the scheduler
     10: frozenset({"frontend", "instance", "response"}),  # metrics and limits at the door, loading instances
-    11: frozenset({"frontend", "queue", "batcher", "backend", "response"}),  # generate endpoints, iterative scheduling, a token per response
+    11: frozenset(
+        {"frontend", "queue", "batcher", "backend", "response"}
+    ),  # generate endpoints, iterative scheduling, a token per response
 }
 
 
