@@ -62,7 +62,7 @@ from triton_kitchen.tools.protocols import (
     sample_inputs,
 )
 from triton_kitchen.tools.protocols import shm as shm_protocol
-from triton_kitchen.tools.trace import TraceError, capture, capture_many
+from triton_kitchen.tools.trace import TraceError, capture_many
 
 FULL_BUDGET_S = 300.0  # unattended, against the embedded server
 QUICK_BUDGET_S = 25.0
@@ -109,6 +109,9 @@ class Run:
     progress: Callable[[str], None] | None = None
     echo: dict[str, float] = field(default_factory=dict)  # protocol -> the echo's wire ms
     trace_ok: bool = False  # the trace API is open to us and its file readable here
+    wire_samples: dict[str, list[dict[str, float]]] = field(
+        default_factory=dict
+    )  # protocol -> traced calls' splits
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -402,23 +405,41 @@ def frontend_ms(timestamps: dict[str, int]) -> float | None:
 
 
 def traced_wire(run: Run, protocol: str, model: str, inputs, outputs) -> dict[str, float] | None:
-    """Median wire and front-end time over a few traced requests over ``protocol`` (None: no trace here)."""
+    """A few more traced requests over ``protocol``; the median wire and front-end time over all of this protocol's
+    traced requests so far (None: no trace here)."""
     caller = make_caller(
         run.endpoint, protocol, model, inputs, output_names=outputs, timeout_s=run.plan.timeout_s
     )
     splits = []
+    times: list[tuple[int, int]] = []
+
+    def send() -> (
+        None
+    ):  # back to back, as a cell's requests go (a gap lets gRPC's flow-control window shrink)
+        for _ in range(run.plan.traced_calls):
+            t0 = time.monotonic_ns()  # the server's trace clock (CLOCK_MONOTONIC): one axis on this host
+            caller.call()
+            times.append((t0, time.monotonic_ns()))
+
     try:
         caller.call()  # the connection (and a shared-memory region) opened outside the traced window
-        for _ in range(run.plan.traced_calls):
-            _, tl = capture(run.endpoint, model, caller.call, timeout_s=min(5.0, max(1.0, run.left())))
-            split = trace_split(tl.root.timestamps, tl.client_start_ns or 0, tl.client_end_ns or 0)
+        caller.call()
+        _, found = capture_many(
+            run.endpoint, model, send, run.plan.traced_calls, timeout_s=min(5.0, max(1.0, run.left()))
+        )
+        for tl, (t0, t1) in zip(found, times, strict=False):  # both in sending order
+            split = trace_split(tl.root.timestamps, t0, t1)
             if split:
                 splits.append(split)
     finally:
         caller.close()
     if not splits:
         return None
-    return {k: float(pystats.median(s[k] for s in splits)) for k in ("wire", "frontend")}
+    samples = run.wire_samples.setdefault(protocol, [])
+    samples.extend(
+        splits
+    )  # every traced call of this protocol so far: a burst of load at one moment is outvoted
+    return {k: float(pystats.median(s[k] for s in samples)) for k in ("wire", "frontend")}
 
 
 # -- one cell ------------------------------------------------------------------------------------------------
@@ -657,7 +678,7 @@ def _examine(run: Run, grpc_url: str | None, model: str | None) -> None:
                             timeout_s=plan.timeout_s, grace_s=2.0)  # fmt: skip
             p = dict(per[protocol])
             if run.trace_ok and "wire" in p and not plan.quick:
-                # the wire timed again just before the cell, so a busy moment of the machine is the cell's own
+                # more traced calls just before the cell: the samples spread over the run, as the load varies
                 try:
                     near = traced_wire(run, protocol, model, inputs, outputs)
                 except (TraceError, kserve.KServeError, ProtocolError):
