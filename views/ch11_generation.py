@@ -260,7 +260,7 @@ def _own_show(result: generation.OwnResult) -> None:
             )
         )
     elif result.stopped:
-        st.caption(t("ch11.own_not_ended"))
+        st.caption(t("ch11.own_not_ended" if result.sent else "ch11.own_not_sent"))
     if not run.tokens:
         return
     figs = result.figures()

@@ -628,6 +628,9 @@ def own_stream(
         given[0] = len(run.text)
 
     def work() -> None:
+        box["request_id"] = (
+            request_id  # sent from here on: a stop before any token still ends it on the server
+        )
         try:
             box["run"] = generation.stream_http(
                 ep,
@@ -644,9 +647,17 @@ def own_stream(
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
     try:
-        while (piece := pieces.get()) is not None:
-            if piece:
-                yield piece
+        ended = False
+        while not ended:
+            piece = pieces.get()
+            ended = piece is None
+            more = [piece or ""]
+            while not ended and not pieces.empty():  # behind: one page update for all that arrived
+                nxt = pieces.get_nowait()
+                ended = nxt is None
+                more.append(nxt or "")
+            if "".join(more):
+                yield "".join(more)
     finally:
         stop.set()
         worker.join(OWN_TIMEOUT_S)
@@ -682,6 +693,7 @@ class OwnResult:
     run: generation.GenerationRun
     stopped: bool = False
     ended: dict | None = None
+    sent: bool = True  # False: stopped while waiting in line, before the request was sent
 
     @property
     def first_record(self) -> dict:
@@ -724,10 +736,11 @@ def own_result(ep: Endpoint | None, ask: OwnAsk, box: dict, stopped: bool = Fals
     """After :func:`own_stream`: the run it left in ``box`` and, when the sequence ended early (stopped,
     cancelled, broken), the server's record of its end, looked for on ``ep``."""
     run = box.get("run") or generation.GenerationRun(generation.HTTP)
-    result = OwnResult(ask, run, stopped=stopped or run.cancelled)
+    result = OwnResult(ask, run, stopped=stopped or run.cancelled, sent="request_id" in box)
+    request_id = run.request_id or box.get("request_id", "")
     early = result.stopped or (run.error is not None and run.tokens > 0)
-    if early and ep is not None and run.request_id:
-        result.ended = find_end(ep, run.request_id, [run])
+    if early and ep is not None and request_id:
+        result.ended = find_end(ep, request_id, [run])
     elif run.records:
         result.ended = next(
             (
