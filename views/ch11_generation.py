@@ -5,8 +5,6 @@ the server's recorded steps; the generate extension's rules on the streaming mod
 
 from __future__ import annotations
 
-import time
-
 import streamlit as st
 
 from triton_kitchen.labs import generation
@@ -173,27 +171,34 @@ def schedulers() -> None:
 _OWN_PENDING, _OWN_RESULT = "ch11_own_pending", "ch11_own_result"
 
 
-def _own_wait(ticket: int, box) -> None:
-    """Wait for a seat, the place in line shown and updated."""
-    while (place := generation.SEATS.place(ticket)) > 0:
-        box.info(t("ch11.own_wait", seats=generation.SEATS.total, ahead=place), icon="⏳")
-        time.sleep(0.5)
-    box.empty()
+_OWN_TICKET = "ch11_own_ticket"
 
 
-def _own_generate(ep, ask: generation.OwnAsk) -> None:
-    """Stream the continuation into the page; the run, even a stopped one, is kept for the next script run."""
+@st.fragment(run_every=0.5)
+def _own_line() -> None:
+    """The learner's place in line, polled without holding the page: the quiz (a fragment too) keeps answering.
+    Seated: the whole page runs again and streams."""
+    queued = st.session_state.get(_OWN_TICKET)
+    if queued is None:
+        return
+    place = generation.SEATS.place(queued[0])
+    if place <= 0:
+        st.rerun()
+    st.info(t("ch11.own_wait", seats=generation.SEATS.total, ahead=place), icon="⏳")
+
+
+def _own_generate(ep, ask: generation.OwnAsk, ticket: int) -> None:
+    """Stream the continuation into the page holding the seat of ``ticket``; the run, even a stopped one, is
+    kept for the next script run."""
     box: dict = {}
     request_id = generation.own_request_id()
     st.session_state[_OWN_PENDING] = (ask, box)
-    ticket = generation.SEATS.join()
     stream = None
     try:
-        _own_wait(ticket, st.empty())
         stream = generation.own_stream(ep, ask, request_id, box)
         holder = st.empty()
         with holder.container(border=True):
-            st.write_stream(stream)
+            st.write_stream(piece for piece in stream if generation.SEATS.touch(ticket) or True)
         holder.empty()  # the finished text is shown once, below, with the record
     finally:  # also when the learner's Stop interrupts this run: the stream closes, Triton cancels the request
         if stream is not None:
@@ -331,7 +336,23 @@ def own_prompt() -> None:
             st.warning(t("ch11.own_empty"), icon="✍️")
             return
         st.session_state.pop(_OWN_RESULT, None)
-        _own_generate(ep, ask)
+        old = st.session_state.pop(_OWN_TICKET, None)
+        if old is not None:
+            generation.SEATS.leave(old[0])
+        st.session_state[_OWN_TICKET] = (generation.SEATS.join(), ask)
+    queued = st.session_state.get(_OWN_TICKET)
+    if queued is not None:
+        ticket, ask = queued
+        if stop:  # left the line before being seated: nothing was sent
+            generation.SEATS.leave(ticket)
+            st.session_state.pop(_OWN_TICKET)
+            run = generation.generation.GenerationRun(generation.generation.HTTP)
+            st.session_state[_OWN_RESULT] = generation.OwnResult(ask, run, stopped=True, sent=False)
+        elif generation.SEATS.place(ticket) > 0:
+            _own_line()
+        else:
+            st.session_state.pop(_OWN_TICKET)
+            _own_generate(ep, ask, ticket)
     result = st.session_state.get(_OWN_RESULT)
     if result is not None:
         _own_show(result)

@@ -113,3 +113,26 @@ def test_own_prompt_on_the_page(embedded, lang):
     figures = result.figures()
     assert figures["ttft_client"] > 0 and figures["ttft_server"] > 0 and figures["wait_ms"] > 0
     assert t("ch11.own_sides") in shown
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_own_prompt_waits_in_line_with_its_place_shown(embedded, lang):
+    """The class's seats all taken: the page shows the learner's place and sends nothing; a seat freed, the
+    next run streams."""
+    t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
+    at = open_app_page(PAGE, lang)
+    others = [lab.SEATS.join() for _ in range(lab.SEATS.total + 1)]  # every seat taken, one already waiting
+    try:
+        at.button(key="ch11_own_go").click().run()
+        infos = "\n".join(e.value for e in at.info)
+        assert t("ch11.own_wait", seats=lab.SEATS.total, ahead=2) in infos
+        assert "ch11_own_result" not in at.session_state
+    finally:
+        for ticket in others:
+            lab.SEATS.leave(ticket)
+    at.run()
+    result = at.session_state["ch11_own_result"]
+    assert (
+        result.run.error is None and result.run.tokens == lab.OWN_DEFAULT_TOKENS or result.run.finish_reason
+    )

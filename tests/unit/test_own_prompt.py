@@ -36,3 +36,16 @@ def test_seats_first_come_first_served_with_a_place():
     seats.leave(d)  # a learner who leaves the line
     seats.leave(d)
     assert seats.waiting == 0 and seats.place(c) == 0
+
+
+def test_a_ticket_not_seen_for_a_while_loses_its_place(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(lab.time, "monotonic", lambda: now[0])
+    seats = lab.Seats(1, stale_s=10)
+    a, b, c = (seats.join() for _ in range(3))
+    assert [seats.place(x) for x in (a, b, c)] == [0, 1, 2]
+    now[0] += 6
+    seats.touch(a)  # streaming: the holder touches its ticket
+    assert seats.place(c) == 2
+    now[0] += 6  # b not seen for 12 s: a tab closed while waiting
+    assert seats.place(c) == 1 and seats.place(b) == -1 and seats.place(a) == 0
