@@ -25,6 +25,7 @@ def _agree(client: float, server: float) -> bool:
     return abs(client - server) <= max(0.10 * server, 5.0)
 
 
+@pytest.mark.timing  # compares measured times: runs alone, not beside other workers
 @pytest.mark.parametrize("clients", [1, 8])
 def test_client_and_server_agree_on_ttft_and_itl(server, clients):
     """p50 time to first token and p50 inter-token latency, by the client (arrival after its send) and by the
