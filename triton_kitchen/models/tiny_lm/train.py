@@ -254,7 +254,7 @@ def train(
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m triton_kitchen.models.tiny_lm.train", description=__doc__)
-    ap.add_argument("--steps", type=int, default=700)
+    ap.add_argument("--steps", type=int, default=1300)
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=16)
