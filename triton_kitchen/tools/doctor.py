@@ -75,6 +75,7 @@ class DoctorError(KitchenError):
     (``not_reachable``, ``not_triton``, ``slow_server``, ``no_model``, ``model_unusable``)."""
 
     default_code = "doctor"
+    source = "doctor"  # its messages: error.doctor_<code> in ui.toml
 
 
 @dataclass

@@ -285,7 +285,6 @@ def main(argv=None) -> int:
         "corpus_sha256": corpus.tokens_sha256(data),
         "command": "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python -m triton_kitchen.models.tiny_lm.train "
         + " ".join(argv if argv is not None else sys.argv[1:]),
-        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
         "wall_seconds": round(time.time() - t0, 1),
         "numpy": np.__version__,
         "python": platform.python_version(),
