@@ -6,7 +6,8 @@ from __future__ import annotations
 from triton_kitchen.cli.main import run_check
 from triton_kitchen.core import server
 from triton_kitchen.core.catalog import CACHE_DRILL, WARMUP_DRILL
-from triton_kitchen.labs.cache_warmup import CacheResult, Load, WarmupResult, logged_reason, triton_text
+from triton_kitchen.core.load_refusal import logged_reason, triton_text
+from triton_kitchen.labs.cache_warmup import CacheResult, Load, WarmupResult
 
 
 def test_cache_verdict_needs_a_counted_hit_and_a_quick_repeat():

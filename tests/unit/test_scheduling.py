@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen.core import override
+from triton_kitchen.core import load_refusal, override
 from triton_kitchen.labs import scheduling
 from triton_kitchen.labs.scheduling import QueuePolicy
 from triton_kitchen.tools import burst
@@ -210,10 +210,10 @@ def test_the_logged_reason_is_the_new_poll_failure():
     old = "E1205 10:00:00.1 1 model_repository_manager.cc:1460] \"Poll failed for model directory 'm': old\""
     new = "E1205 10:00:01.2 1 model_repository_manager.cc:1460] \"Poll failed for model directory 'm': why\""
     assert (
-        scheduling.logged_reason(old, f"{old}\nI1205 other\n{new}")
+        load_refusal.logged_reason(old, f"{old}\nI1205 other\n{new}")
         == "Poll failed for model directory 'm': why"
     )
-    assert scheduling.logged_reason(old, old) == ""
+    assert load_refusal.logged_reason(old, old) == ""
 
 
 def test_refused_requests_are_neither_answered_nor_waiting():
@@ -266,6 +266,6 @@ def test_triton_text_keeps_tritons_words():
     detail = (
         "load classifier: POST /v2/repository/models/classifier/load: HTTP 400: load failed for model 'x'"
     )
-    assert scheduling.triton_text(detail) == "load failed for model 'x'"
-    assert scheduling.triton_text("something else") == "something else"
-    assert scheduling.triton_text("load classifier: POST /x: HTTP 500: failed to poll") == "failed to poll"
+    assert load_refusal.triton_text(detail) == "load failed for model 'x'"
+    assert load_refusal.triton_text("something else") == "something else"
+    assert load_refusal.triton_text("load classifier: POST /x: HTTP 500: failed to poll") == "failed to poll"

@@ -15,7 +15,6 @@ Each result's ``outcome()`` is what the student predicted, decided from the meas
 from __future__ import annotations
 
 import copy
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -28,13 +27,13 @@ from triton_kitchen.core import kserve
 from triton_kitchen.core.catalog import CACHE_DRILL, WARMUP_DRILL
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
+from triton_kitchen.core.load_refusal import logged_reason, triton_text
 from triton_kitchen.core.on_demand import ensure_loaded
 
 WORK_MS = 40.0  # cache_drill's model.py: WORK_S
 COLD_START_MS = 500.0  # warmup_drill's model.py: COLD_START_S
 REQUEST_TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 60.0
-POLL_FAILED = "Poll failed for model directory"  # Triton's log line when a config fails its checks on load
 
 # the warm-up sample added to warmup_drill's config: one request of zeros, run on each instance before it is ready
 WARMUP = [
@@ -139,23 +138,6 @@ class Refusal:
     answer: str  # Triton's answer to the load request
     logged: str = ""  # the reason it wrote in its log ("" where the log is not ours)
     still_serving: bool = False  # the old copy answered a request after the refusal
-
-
-def triton_text(detail: str) -> str:
-    """Triton's own words from a refused load: what follows the HTTP status in the app's error detail."""
-    found = re.search(r"HTTP [45]\d\d: ", detail)
-    return detail[found.end() :].strip() if found else detail
-
-
-def logged_reason(before: str, after: str) -> str:
-    """The config check's reason Triton logged between two reads of its log: the last new "Poll failed" line's
-    message ("Poll failed for model directory 'cache_drill': Response Cache does not ..."), or ""."""
-    seen = set(before.splitlines())
-    new = [line for line in after.splitlines() if POLL_FAILED in line and line not in seen]
-    if not new:
-        return ""
-    line = new[-1]
-    return line[line.index(POLL_FAILED) :].rstrip().rstrip('"')
 
 
 def cache_refusals(

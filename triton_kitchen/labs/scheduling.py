@@ -14,13 +14,13 @@ prediction. Numbers are measured; nothing here is simulated.
 from __future__ import annotations
 
 import copy
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from triton_kitchen.core.endpoint import Endpoint
+from triton_kitchen.core.load_refusal import logged_reason, triton_text
 from triton_kitchen.core.override import MODEL, BatchingError, load_model, overridden
 from triton_kitchen.tools import batch_runs
 from triton_kitchen.tools.bench import BenchProgress, BenchResult, run_bench
@@ -329,9 +329,6 @@ def ordering_config(base: dict, case: str) -> dict:
     return cfg
 
 
-POLL_FAILED = "Poll failed for model directory"  # Triton's log line when a config fails its checks on load
-
-
 @dataclass
 class Refusal:
     """Triton's refusal of a config: its answer to the load request (a config that fails Triton's checks gets only
@@ -339,17 +336,6 @@ class Refusal:
 
     answer: str
     logged: str = ""
-
-
-def logged_reason(before: str, after: str) -> str:
-    """The config check's reason Triton logged between two reads of its log: the last new "Poll failed" line's
-    message ("Poll failed for model directory 'classifier': Only one priority level is allowed ..."), or ""."""
-    seen = set(before.splitlines())
-    new = [line for line in after.splitlines() if POLL_FAILED in line and line not in seen]
-    if not new:
-        return ""
-    line = new[-1]
-    return line[line.index(POLL_FAILED) :].rstrip().rstrip('"')
 
 
 def ordering_refusal(endpoint: Endpoint, case: str, log: Callable[[], str] | None = None) -> Refusal | None:
@@ -365,12 +351,6 @@ def ordering_refusal(endpoint: Endpoint, case: str, log: Callable[[], str] | Non
                 raise
             return Refusal(triton_text(exc.detail), logged_reason(before, log()) if log else "")
     return None
-
-
-def triton_text(detail: str) -> str:
-    """Triton's own words from a refused load: what follows the HTTP status in the app's error detail."""
-    found = re.search(r"HTTP [45]\d\d: ", detail)
-    return detail[found.end() :].strip() if found else detail
 
 
 @dataclass
