@@ -90,7 +90,7 @@ def model_control_demo() -> None:
     if ep is None:
         server.say_no_server()
         return
-    if not ep.headers:  # a remote server: its repository API is not ours to reload models through
+    if not ep.headers:  # no key for its repository API (a remote server without the kitchen key): no reloads
         st.info(t("lab_batching.remote_note"))
     _index(ep)
     ways = predict.choices("ch10.way", model_control.WAYS)

@@ -23,7 +23,7 @@ def _fmt(v, spec: str = ".1f") -> str:
 
 # -- instance_group ------------------------------------------------------------------------------------------
 def _remote_note(ep) -> None:
-    if not ep.headers:  # a remote server: its repository API is not ours to reload models through
+    if not ep.headers:  # no key for its repository API (a remote server without the kitchen key): no reloads
         st.info(t("lab_batching.remote_note"))
 
 
