@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from triton_kitchen.labs import generation
+from triton_kitchen.labs import own_prompt as own
 from ui import i18n, predict, server, tables
 from ui.i18n import t
 from ui.lesson import render_lesson
@@ -181,31 +182,31 @@ def _own_line() -> None:
     queued = st.session_state.get(_OWN_TICKET)
     if queued is None:
         return
-    place = generation.SEATS.place(queued[0])
+    place = own.SEATS.place(queued[0])
     if place <= 0:
         st.rerun()
-    st.info(t("ch11.own_wait", seats=generation.SEATS.total, ahead=place), icon="⏳")
+    st.info(t("ch11.own_wait", seats=own.SEATS.total, ahead=place), icon="⏳")
 
 
-def _own_generate(ep, ask: generation.OwnAsk, ticket: int) -> None:
+def _own_generate(ep, ask: own.OwnAsk, ticket: int) -> None:
     """Stream the continuation into the page holding the seat of ``ticket``; the run, even a stopped one, is
     kept for the next script run."""
     box: dict = {}
-    request_id = generation.own_request_id()
+    request_id = own.own_request_id()
     st.session_state[_OWN_PENDING] = (ask, box)
     stream = None
     try:
-        stream = generation.own_stream(ep, ask, request_id, box)
+        stream = own.own_stream(ep, ask, request_id, box)
         holder = st.empty()
         with holder.container(border=True):
-            st.write_stream(piece for piece in stream if generation.SEATS.touch(ticket) or True)
+            st.write_stream(piece for piece in stream if own.SEATS.touch(ticket) or True)
         holder.empty()  # the finished text is shown once, below, with the record
     finally:  # also when the learner's Stop interrupts this run: the stream closes, Triton cancels the request
         if stream is not None:
             stream.close()
-        generation.SEATS.leave(ticket)
+        own.SEATS.leave(ticket)
     st.session_state.pop(_OWN_PENDING, None)
-    st.session_state[_OWN_RESULT] = generation.own_result(ep, ask, box)
+    st.session_state[_OWN_RESULT] = own.own_result(ep, ask, box)
 
 
 def _md(text: str) -> str:
@@ -215,7 +216,7 @@ def _md(text: str) -> str:
     return text.replace("\n", "  \n")
 
 
-def _own_show(result: generation.OwnResult) -> None:
+def _own_show(result: own.OwnResult) -> None:
     run = result.run
     for key, values in result.ask.notes:  # what the page changed before sending
         st.info(t(f"ch11.own_note_{key}", **values), icon="ℹ️")
@@ -288,7 +289,7 @@ def _own_show(result: generation.OwnResult) -> None:
     )
     st.caption(t("ch11.own_sides"))
     names = {k: t(f"ch11.own_fig_{k}") for k in ("client", "server", "freed", "time")}
-    st.plotly_chart(generation.own_figure(result, names), key="ch11_own_fig", width="stretch")
+    st.plotly_chart(own.own_figure(result, names), key="ch11_own_fig", width="stretch")
 
 
 def own_prompt() -> None:
@@ -307,14 +308,14 @@ def own_prompt() -> None:
     )
     left, right = st.columns(2)
     tokens = left.number_input(
-        t("ch11.own_tokens", max=generation.OWN_MAX_TOKENS),
-        value=generation.OWN_DEFAULT_TOKENS,
+        t("ch11.own_tokens", max=own.OWN_MAX_TOKENS),
+        value=own.OWN_DEFAULT_TOKENS,
         step=1,
         key="ch11_own_tokens",
         persist_state="session",
     )
     temperature = right.number_input(
-        t("ch11.own_temperature", max=generation.OWN_MAX_TEMPERATURE),
+        t("ch11.own_temperature", max=own.OWN_MAX_TEMPERATURE),
         value=0.0,
         step=0.1,
         key="ch11_own_temperature",
@@ -328,27 +329,27 @@ def own_prompt() -> None:
         pending is not None
     ):  # the last run was interrupted mid-stream (Stop, or another click): it was cancelled
         ask, box = pending
-        st.session_state[_OWN_RESULT] = generation.own_result(ep, ask, box, stopped=True)
+        st.session_state[_OWN_RESULT] = own.own_result(ep, ask, box, stopped=True)
     if go and not stop:
         try:
-            ask = generation.own_ask(prompt, tokens, temperature)
-        except generation.EmptyPrompt:
+            ask = own.own_ask(prompt, tokens, temperature)
+        except own.EmptyPrompt:
             st.warning(t("ch11.own_empty"), icon="✍️")
             return
         st.session_state.pop(_OWN_RESULT, None)
         old = st.session_state.pop(_OWN_TICKET, None)
         if old is not None:
-            generation.SEATS.leave(old[0])
-        st.session_state[_OWN_TICKET] = (generation.SEATS.join(), ask)
+            own.SEATS.leave(old[0])
+        st.session_state[_OWN_TICKET] = (own.SEATS.join(), ask)
     queued = st.session_state.get(_OWN_TICKET)
     if queued is not None:
         ticket, ask = queued
         if stop:  # left the line before being seated: nothing was sent
-            generation.SEATS.leave(ticket)
+            own.SEATS.leave(ticket)
             st.session_state.pop(_OWN_TICKET)
             run = generation.generation.GenerationRun(generation.generation.HTTP)
-            st.session_state[_OWN_RESULT] = generation.OwnResult(ask, run, stopped=True, sent=False)
-        elif generation.SEATS.place(ticket) > 0:
+            st.session_state[_OWN_RESULT] = own.OwnResult(ask, run, stopped=True, sent=False)
+        elif own.SEATS.place(ticket) > 0:
             _own_line()
         else:
             st.session_state.pop(_OWN_TICKET)

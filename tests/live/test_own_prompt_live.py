@@ -15,6 +15,7 @@ from conftest import open_app_page, shown_text
 from triton_kitchen.core import lessons
 from triton_kitchen.core.catalog import TINY_LM_IFB
 from triton_kitchen.labs import generation as lab
+from triton_kitchen.labs import own_prompt as own
 from triton_kitchen.tools import generation as G
 
 PAGE = "views/ch11_generation.py"
@@ -38,13 +39,13 @@ def test_client_and_server_agree_on_ttft_and_itl(server, clients):
     run = lab.SchedulerRun("in_flight", TINY_LM_IFB, load)
     client, srv = run.client(), run.server()
     waits = [
-        lab.OwnResult(lab.OwnAsk(j), r).figures()["wait_ms"] for j, r in zip(jobs, load.runs, strict=True)
+        own.OwnResult(own.OwnAsk(j), r).figures()["wait_ms"] for j, r in zip(jobs, load.runs, strict=True)
     ]
     # where a gap comes from: the client's arrival minus the end of the step that made the token (one clock), for
     # the first token (its response carries the HTTP headers the client parses) and for the later ones
     delivery: dict[str, list[float]] = {"first": [], "later": []}
     for j, r in zip(jobs, load.runs, strict=True):
-        steps = lab.OwnResult(lab.OwnAsk(j), r).token_steps()
+        steps = own.OwnResult(own.OwnAsk(j), r).token_steps()
         for k, (step, arrived) in enumerate(zip(steps, r.arrivals_ns, strict=False)):
             delivery["first" if k == 0 else "later"].append((arrived - step["end_ns"]) / 1e6)
     figures = {
@@ -62,19 +63,19 @@ def test_client_and_server_agree_on_ttft_and_itl(server, clients):
 
 def test_bad_input_through_the_lab(server):
     ep = server.endpoint
-    with pytest.raises(lab.EmptyPrompt):
-        lab.own_ask("  \n", 8, 0)
-    low = lab.own_ask("hi", 0, 0)
+    with pytest.raises(own.EmptyPrompt):
+        own.own_ask("  \n", 8, 0)
+    low = own.own_ask("hi", 0, 0)
     assert low.job.max_tokens == 1 and low.notes == (("tokens_low", {"asked": 0, "used": 1}),)
-    high = lab.own_ask("hi", 10**9, 99)
-    assert high.job.max_tokens == lab.OWN_MAX_TOKENS and high.job.temperature == lab.OWN_MAX_TEMPERATURE
+    high = own.own_ask("hi", 10**9, 99)
+    assert high.job.max_tokens == own.OWN_MAX_TOKENS and high.job.temperature == own.OWN_MAX_TEMPERATURE
     assert [k for k, _ in high.notes] == ["tokens_high", "temperature"]
 
     # over the context: the oldest tokens are dropped, the record says how many
-    long = lab.own_ask("长" * 200, 4, 0)  # 600 byte tokens
+    long = own.own_ask("长" * 200, 4, 0)  # 600 byte tokens
     box: dict = {}
-    text = "".join(lab.own_stream(ep, long, lab.own_request_id(), box))
-    result = lab.own_result(ep, long, box)
+    text = "".join(own.own_stream(ep, long, own.own_request_id(), box))
+    result = own.own_result(ep, long, box)
     first = result.first_record
     assert first["dropped_prompt_tokens"] == 600 - first["prompt_tokens"] > 0
     assert text == result.run.text and result.run.tokens <= 4 and result.ended["reason"]
@@ -85,17 +86,17 @@ def test_bad_input_through_the_lab(server):
     crowd = threading.Thread(target=G.closed_loop, args=(ep, TINY_LM_IFB, others, 4), daemon=True)
     crowd.start()
     for how in ("close", "event"):
-        ask = lab.own_ask("Triton", lab.OWN_MAX_TOKENS, 0)
+        ask = own.own_ask("Triton", own.OWN_MAX_TOKENS, 0)
         box, stop = {}, threading.Event()
-        stream = lab.own_stream(ep, ask, lab.own_request_id(), box, stop)
+        stream = own.own_stream(ep, ask, own.own_request_id(), box, stop)
         for i, _ in enumerate(stream):  # the event: the stream ends by itself after the next response
             if i == 2 and how == "close":
                 stream.close()
                 break
             if i == 2:
                 stop.set()
-        result = lab.own_result(ep, ask, box)
-        assert result.stopped and 3 <= result.run.tokens < lab.OWN_MAX_TOKENS, how
+        result = own.own_result(ep, ask, box)
+        assert result.stopped and 3 <= result.run.tokens < own.OWN_MAX_TOKENS, how
         assert result.ended and result.ended["reason"] in ("cancelled", "gone"), (how, result.ended)
         assert result.ended["kv_bytes_freed"] > 0
     crowd.join(30)
@@ -133,17 +134,17 @@ def test_own_prompt_waits_in_line_with_its_place_shown(embedded, lang):
     next run streams."""
     t = lambda key, **kw: lessons.t(key, lang, **kw)  # noqa: E731
     at = open_app_page(PAGE, lang)
-    others = [lab.SEATS.join() for _ in range(lab.SEATS.total + 1)]  # every seat taken, one already waiting
+    others = [own.SEATS.join() for _ in range(own.SEATS.total + 1)]  # every seat taken, one already waiting
     try:
         at.button(key="ch11_own_go").click().run()
         infos = "\n".join(e.value for e in at.info)
-        assert t("ch11.own_wait", seats=lab.SEATS.total, ahead=2) in infos
+        assert t("ch11.own_wait", seats=own.SEATS.total, ahead=2) in infos
         assert "ch11_own_result" not in at.session_state
     finally:
         for ticket in others:
-            lab.SEATS.leave(ticket)
+            own.SEATS.leave(ticket)
     at.run()
     result = at.session_state["ch11_own_result"]
     assert (
-        result.run.error is None and result.run.tokens == lab.OWN_DEFAULT_TOKENS or result.run.finish_reason
+        result.run.error is None and result.run.tokens == own.OWN_DEFAULT_TOKENS or result.run.finish_reason
     )

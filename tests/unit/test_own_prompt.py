@@ -6,29 +6,31 @@ import math
 
 import pytest
 
-from triton_kitchen.labs import generation as lab
+from triton_kitchen.labs import own_prompt as own
+from triton_kitchen.tools import seats as seats_module
+from triton_kitchen.tools.seats import Seats
 
 
 def test_an_empty_prompt_is_refused_before_sending():
     for prompt in ("", "   ", "\n\t", None):
-        with pytest.raises(lab.EmptyPrompt):
-            lab.own_ask(prompt, 8, 0)
+        with pytest.raises(own.EmptyPrompt):
+            own.own_ask(prompt, 8, 0)
 
 
 def test_max_tokens_and_temperature_are_clamped_and_noted():
-    assert lab.own_ask("hi", 8, 0.5).notes == ()
-    assert lab.own_ask("hi", -3, 0).job.max_tokens == 1
-    ask = lab.own_ask("hi", 10**12, -1)
-    assert (ask.job.max_tokens, ask.job.temperature) == (lab.OWN_MAX_TOKENS, 0.0)
+    assert own.own_ask("hi", 8, 0.5).notes == ()
+    assert own.own_ask("hi", -3, 0).job.max_tokens == 1
+    ask = own.own_ask("hi", 10**12, -1)
+    assert (ask.job.max_tokens, ask.job.temperature) == (own.OWN_MAX_TOKENS, 0.0)
     assert ask.notes == (
-        ("tokens_high", {"asked": 10**12, "used": lab.OWN_MAX_TOKENS}),
+        ("tokens_high", {"asked": 10**12, "used": own.OWN_MAX_TOKENS}),
         ("temperature", {"asked": -1.0, "used": 0.0}),
     )
-    assert lab.own_ask("hi", "x", math.nan).job.temperature == 0.0
+    assert own.own_ask("hi", "x", math.nan).job.temperature == 0.0
 
 
 def test_seats_first_come_first_served_with_a_place():
-    seats = lab.Seats(2)
+    seats = Seats(2)
     a, b, c, d = (seats.join() for _ in range(4))
     assert [seats.place(x) for x in (a, b, c, d)] == [0, 0, 1, 2] and seats.waiting == 2
     seats.leave(a)
@@ -40,8 +42,8 @@ def test_seats_first_come_first_served_with_a_place():
 
 def test_a_ticket_not_seen_for_a_while_loses_its_place(monkeypatch):
     now = [100.0]
-    monkeypatch.setattr(lab.time, "monotonic", lambda: now[0])
-    seats = lab.Seats(1, stale_s=10)
+    monkeypatch.setattr(seats_module.time, "monotonic", lambda: now[0])
+    seats = Seats(1, stale_s=10)
     a, b, c = (seats.join() for _ in range(3))
     assert [seats.place(x) for x in (a, b, c)] == [0, 1, 2]
     now[0] += 6

@@ -44,6 +44,15 @@ from triton_kitchen.tools.protocols.streaming import sse_events
 
 DEFAULT_TIMEOUT_S = 60.0
 HTTP, GRPC = "http", "grpc"
+# the generation charts' colours: a token, an idle place, a wait, a join (or the client's receipt), a leave
+TOKEN_COLOR, IDLE_COLOR, WAIT_COLOR, JOIN_COLOR, LEAVE_COLOR = (
+    "#3182bd",
+    "#bdbdbd",
+    "#fdae6b",
+    "#31a354",
+    "#de2d26",
+)
+
 INPUT_NAMES = ("text_input", "max_tokens", "temperature", "stop_words", "stream")
 
 
