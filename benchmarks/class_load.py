@@ -40,6 +40,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -253,29 +254,56 @@ async def student(i: int, base: str, questions: list[lessons.Question], lab: boo
 
 
 PREDICT = "tk_predict_ch1_count"  # ui/predict.py's radio of views/ch1_inference_server.py's first question
+# the lab click: chapter 1's send button (views/ch1_inference_server.py, in the kitchen section's fragment): one
+# photo through image_classifier (preprocess -> classifier -> postprocess) on Triton, then the top-5 chart
+LAB_CLICK = "ch1_classify"
+ROUND_TRIP = lessons.t("classify.took", "en", ms=1.0, protocol="x", model="x").split("1.0")[
+    0
+]  # "Round trip "
 LOCKSTEP_WINDOW_S = 0.05  # every click of one step is sent within this window
 CLICK_TIMEOUT_S = 120  # an unanswered click (e.g. a fragment id the app no longer knows) fails the run
 
 
 class Step:
     """One lockstep step: every student holds their prepared click until all are ready, then all are sent
-    together. Records when each was sent, so the run can show they left within ``LOCKSTEP_WINDOW_S``."""
+    together. Records when each was sent, so the run can show they left within ``LOCKSTEP_WINDOW_S``, and the
+    app's CPU seconds from the moment the first click of a step leaves until every click of it is answered
+    (per kind of click: the step's name up to its first space)."""
 
     def __init__(self, parties: int) -> None:
         self.barrier = asyncio.Barrier(parties)
         self.sent: dict[str, list[float]] = {}
+        self.pids: list[int] = []  # the app processes (set once they run)
+        self.cpu_start: dict[str, float] = {}  # step name -> the apps' CPU seconds as its first click left
+        self.cpu_s: dict[str, float] = {}  # kind of click -> the apps' CPU seconds over its steps
+        self.clicks: dict[str, int] = {}  # kind of click -> clicks sent
+        self._ended: set[str] = set()
+
+    def _cpu(self) -> float:
+        return sum(_cpu_s(pid) for pid in self.pids)
 
     async def click(self, s: Session, payload: bytes, name: str, me: dict) -> float:
         """Wait for every student, send ``payload`` at once, and return its latency (to its script_finished)."""
         await self.barrier.wait()  # every page loaded and every click prepared
+        kind = name.split()[0]
+        if name not in self.cpu_start:  # the first student to go on: nothing of this step was sent yet
+            self.cpu_start[name] = self._cpu()
         self.sent.setdefault(name, []).append(await s.send(payload))
+        self.clicks[kind] = self.clicks.get(kind, 0) + 1
         seconds = await s.wait(CLICK_TIMEOUT_S)
         if s.sent_fragment and s.whole_page_ran():  # the app ran the whole page for a click in a fragment
             me["whole_page_reruns"].append(name)
         if s.sent_fragment:
             me["fragment_clicks"] += 1
         await self.barrier.wait()  # the next step starts when every click of this one is answered
+        if name not in self._ended:  # the first student on: every click of the step was answered
+            self._ended.add(name)
+            self.cpu_s[kind] = self.cpu_s.get(kind, 0.0) + self._cpu() - self.cpu_start[name]
         return seconds
+
+    def cpu_s_per_click(self, kind: str) -> float | None:
+        """The apps' CPU seconds (user + system) per click of this kind, over its steps only."""
+        return round(self.cpu_s[kind] / self.clicks[kind], 4) if self.clicks.get(kind) else None
 
     def spread_ms(self) -> float:
         """The widest gap between the first and the last click of one step, in milliseconds."""
@@ -283,15 +311,16 @@ class Step:
 
 
 async def lockstep_student(
-    i: int, base: str, questions: list[lessons.Question], step: Step, out: dict
+    i: int, base: str, questions: list[lessons.Question], step: Step, lab: bool, out: dict
 ) -> None:
     """Like ``student``, with every click sent in the same instant as every other student's: first the
-    predict-first radio of chapter 1's first live element, then for each question the choice and the Check."""
+    predict-first radio of chapter 1's first live element, then for each question the choice and the Check,
+    then (``lab``) that live element's send button (``LAB_CLICK``)."""
     name = f"s{i:02d}"
     query = f"lang=en&student={name}&class={CLASS}"
     me = out[name] = {"quiz_clicks_s": [], "choice_clicks_s": [], "predict_clicks_s": [], "answers_sent": 0}
     me.update(answers_shown=0, not_drawn=[], page_errors=[], whole_page_reruns=[], fragment_clicks=0)
-    me.update(lab_clicks_s=[], lab_runs_kept=0)
+    me.update(lab_clicks_s=[], lab_runs_kept=0, lab_answers_shown=0)
     async with Session(base, "ch1", query) as s:
         try:
             try:
@@ -318,6 +347,13 @@ async def lockstep_student(
                 me["quiz_clicks_s"].append(await step.click(s, payload, f"check {n}", me))
                 me["answers_sent"] += 1
                 me["answers_shown"] += s.disabled.get(radio, False)  # answered: its radio is drawn locked
+            if lab:  # everyone sends a photo through Triton at once (chapter 1's send button)
+                if LAB_CLICK not in s.ids or s.disabled.get(LAB_CLICK):
+                    step.barrier.abort()
+                    raise NotDrawn(LAB_CLICK)
+                payload = s.prepare(click=LAB_CLICK)
+                me["lab_clicks_s"].append(await step.click(s, payload, "lab", me))
+                me["lab_answers_shown"] += any(text.startswith(ROUND_TRIP) for text in s.texts)
         except NotDrawn as e:
             me["not_drawn"].append(e.args[0])
         except asyncio.BrokenBarrierError:  # another student did not find what they click
@@ -334,10 +370,207 @@ async def class_of(
     out: dict = {}
     if step is not None:
         await asyncio.gather(
-            *(lockstep_student(i, bases[i % len(bases)], questions, step, out) for i in range(n))
+            *(lockstep_student(i, bases[i % len(bases)], questions, step, lab, out) for i in range(n))
         )
     else:
         await asyncio.gather(*(student(i, bases[i % len(bases)], questions, lab, out) for i in range(n)))
+    return out
+
+
+# -- paced: a class working through chapter 1 at its own pace ----------------------------------------
+LAB_WAIT_S = 600  # a lab run (queued or running) that has not finished by then fails the run
+
+
+def _percentiles(values: list[float], digits: int = 3) -> dict | None:
+    """p50 (median), p90, p99 (nearest rank) and max."""
+    values = sorted(values)
+    if not values:
+        return None
+
+    def rank(q: float) -> float:
+        return round(values[math.ceil(q * len(values)) - 1], digits)
+
+    return {
+        "n": len(values),
+        "p50": round(statistics.median(values), digits),
+        "p90": rank(0.9),
+        "p99": rank(0.99),
+        "max": round(values[-1], digits),
+    }
+
+
+def _kept_runs(texts: list[str]) -> int:
+    """The lab runs the page said it kept for the class ("Kept for your class: n run(s).")."""
+    kept = lessons.t("class.saved_runs", "en", n=999).split("999")[0]
+    return sum(int(text[len(kept) :].split()[0]) for text in texts if text.startswith(kept))
+
+
+def _said_busy(texts: list[str]) -> bool:
+    """Whether the page said the class's lab budget was taken ("The lab is busy: ...")."""
+    busy = lessons.t("lab.busy", "en", used=999, total=999, runs=999).split("999")[0]
+    return any(text.startswith(busy) for text in texts)
+
+
+class Paced:
+    """What a paced student does and how long each click took: the plan of one reader of chapter 1 (the first
+    section's live element: predict, send; then each further section's box; then the quiz's box and each
+    question's choice and Check), then, until the time is up, what a reader does after (a section's box closed or
+    opened again, another prediction, another photo sent). Between two clicks the student thinks
+    ``think`` seconds (uniform)."""
+
+    def __init__(self, minutes: float, think: tuple[float, float], questions, sections: list[str]) -> None:
+        self.seconds, self.think = minutes * 60, think
+        self.questions, self.sections = questions, sections
+        self.start = self.end = 0.0
+
+    def begin(self) -> None:
+        self.start = time.perf_counter()
+        self.end = self.start + self.seconds
+
+    def left(self) -> float:
+        return self.end - time.perf_counter()
+
+
+async def _paced_click(s: Session, me: dict, kind: str, set_=None, click=None) -> None:
+    seconds = await s.run(set_, click)
+    me["clicks"].setdefault(kind, []).append(seconds)
+    me["whole_page"] += s.whole_page_ran()
+
+
+async def paced_student(i: int, base: str, plan: Paced, seed: int, out: dict) -> None:
+    name = f"s{i:02d}"
+    rng = random.Random(f"{seed}-{name}")
+    query = f"lang=en&student={name}&class={CLASS}"
+    me = out[name] = {"clicks": {}, "page_load_s": [], "answers_sent": 0, "answers_shown": 0}
+    me.update(whole_page=0, sends_shown=0, not_drawn=[], page_errors=[], lab_clicks_s=[], lab_runs_kept=0)
+    me.update(lab_runs_busy=0, lab_runs_started=0)
+    await asyncio.sleep(rng.uniform(0, min(10.0, plan.seconds / 6)))  # the class does not arrive at once
+    async with Session(base, "ch1", query) as s:
+        try:
+            me["page_load_s"].append(await s.run())
+
+            async def predict():
+                if not s.options.get(PREDICT):
+                    raise NotDrawn(PREDICT)
+                await _paced_click(
+                    s, me, "predict", {PREDICT: {"string_value": rng.choice(s.options[PREDICT])}}
+                )
+
+            async def send():
+                if LAB_CLICK not in s.ids or s.disabled.get(LAB_CLICK):
+                    raise NotDrawn(LAB_CLICK)
+                await _paced_click(s, me, "send", click=LAB_CLICK)
+                me["sends_shown"] += any(text.startswith(ROUND_TRIP) for text in s.texts)
+
+            opened = {plan.sections[0]}  # the first section's box starts open
+
+            def box(section: str, open_: bool = True):
+                async def go():
+                    key = lesson_ui.section_key(1, section)
+                    if key not in s.ids:
+                        raise NotDrawn(key)
+                    await _paced_click(s, me, "box", {key: {"bool_value": open_}})
+                    (opened.add if open_ else opened.discard)(section)
+
+                return go
+
+            async def quiz_box():
+                if lesson_ui.quiz_key(1) not in s.ids:
+                    raise NotDrawn(lesson_ui.quiz_key(1))
+                await _paced_click(s, me, "box", {lesson_ui.quiz_key(1): {"bool_value": True}})
+
+            def answer(q):
+                radio, check = quiz_keys(1, q)
+
+                async def choose():
+                    if not s.options.get(radio):
+                        raise NotDrawn(radio)
+                    await _paced_click(
+                        s, me, "choice", {radio: {"string_value": rng.choice(s.options[radio])}}
+                    )
+
+                async def check_():
+                    if check not in s.ids:
+                        raise NotDrawn(check)
+                    await _paced_click(s, me, "check", click=check)
+                    me["answers_sent"] += 1
+                    me["answers_shown"] += s.disabled.get(radio, False)  # answered: drawn locked
+
+                return [choose, check_]
+
+            steps = [predict, send, *(box(x) for x in plan.sections[1:]), quiz_box]
+            steps += [step for q in plan.questions for step in answer(q)]
+            while True:
+                await asyncio.sleep(rng.uniform(*plan.think))
+                if plan.left() <= 0:
+                    break
+                if steps:
+                    await steps.pop(0)()
+                    continue
+                later = rng.choice(("box", "predict", "send"))  # what a reader does after the plan
+                if later == "box" and plan.sections[1:]:
+                    section = rng.choice(plan.sections[1:])  # never the first: its live element stays drawn
+                    await box(section, section not in opened)()
+                else:
+                    await (predict if later == "predict" else send)()
+        except NotDrawn as e:
+            me["not_drawn"].append(e.args[0])
+        except TimeoutError:
+            me["page_errors"].append(f"no answer to a click within {CLICK_TIMEOUT_S} s")
+        me["page_errors"] += s.errors
+
+
+async def paced_lab(i: int, base: str, plan: Paced, seed: int, conc: int, secs: int, out: dict) -> None:
+    """Student ``i``'s second tab: the protocol lab's load test, run again and again until the time is up
+    (``conc`` concurrency, ``secs`` seconds each; the page's defaults are 4 and 3)."""
+    name = f"s{i:02d}"
+    rng = random.Random(f"{seed}-{name}-lab")
+    me = out[name]
+    await asyncio.sleep(rng.uniform(0, min(10.0, plan.seconds / 6)))
+    async with Session(base, LAB_PAGE, f"lang=en&student={name}&class={CLASS}") as s:
+        try:
+            await s.run()
+            if not s.drawn(LOAD_RUN):  # the lab's tabs draw only the open one: open the load test's
+                if "proto_tabs" not in s.ids:
+                    raise NotDrawn("proto_tabs")
+                await s.run({"proto_tabs": {"string_value": lessons.t("lab_protocols.tab_load", "en")}})
+            for key in ("proto_load_c", "proto_load_d"):
+                if key not in s.ids:
+                    raise NotDrawn(key)
+            await s.run(
+                {
+                    "proto_load_c": {"double_array_value": [conc]},
+                    "proto_load_d": {"double_array_value": [secs]},
+                }
+            )
+            while plan.left() > 0:
+                if LOAD_RUN not in s.ids:
+                    raise NotDrawn(LOAD_RUN)
+                me["lab_runs_started"] += 1
+                await s.send(s.prepare(click=LOAD_RUN))
+                me["lab_clicks_s"].append(await s.wait(LAB_WAIT_S))
+                me["lab_runs_kept"] += _kept_runs(s.texts)
+                me["lab_runs_busy"] += _said_busy(s.texts)
+                await asyncio.sleep(rng.uniform(1.0, 3.0))  # reads the result, presses again
+        except NotDrawn as e:
+            me["not_drawn"].append(e.args[0])
+        except TimeoutError:
+            me["page_errors"].append(f"a lab run did not finish within {LAB_WAIT_S} s")
+        me["page_errors"] += s.errors
+
+
+async def paced_class(bases: list[str], n: int, labs: int, plan: Paced, args) -> dict:
+    out: dict = {}
+    plan.begin()
+    chapter = [
+        asyncio.ensure_future(paced_student(i, bases[i % len(bases)], plan, args.seed, out)) for i in range(n)
+    ]
+    await asyncio.sleep(0)  # every student's record exists before their lab tab adds to it
+    lab = [
+        paced_lab(i, bases[i % len(bases)], plan, args.seed, args.lab_concurrency, args.lab_seconds, out)
+        for i in range(labs)
+    ]
+    await asyncio.gather(*chapter, *lab)
     return out
 
 
@@ -366,44 +599,60 @@ def database(kind: str):
         yield url
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--students", type=int, default=30)
-    ap.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
-    ap.add_argument("--apps", type=int, choices=(1, 2), default=1, help="app processes (on as many ports)")
-    ap.add_argument("--questions", type=int, default=4, help="chapter-1 questions each student answers")
-    ap.add_argument("--no-lab", action="store_true", help="quiz only")
-    ap.add_argument(
-        "--lockstep",
-        action="store_true",
-        help="every student's page and quiz box first; then each click (chapter 1's predict-first radio, then "
-        "each question's choice and Check) sent by all students within 50 ms; quiz only",
-    )
-    ap.add_argument("--metrics-url", help="with --url: the running server's metrics host:port")
-    ap.add_argument("--json", help="also write the figures to this file")
-    add_server_args(ap)
-    args = ap.parse_args()
+def _spread(values: list[float], digits: int) -> dict | None:
+    values = sorted(values)
+    if not values:
+        return None
+    p90 = values[math.ceil(0.9 * len(values)) - 1]  # nearest rank
+    return {
+        "p50": round(statistics.median(values), digits),
+        "p90": round(p90, digits),
+        "max": round(values[-1], digits),
+    }
 
-    questions = lessons.load_quiz(1, "en")[: args.questions]
+
+def _warm_up(base: str) -> None:
+    """One visitor (no student, no class) opens chapter 1 and the protocol lab before the class comes, as a
+    teacher checking the app does: the app's first run imports the pages' libraries, which is neither a
+    student's memory nor a click's CPU."""
+
+    async def visit():
+        async with Session(base, "ch1", "lang=en") as s:
+            await s.run()
+            await s.run(page=LAB_PAGE)
+
+    asyncio.run(visit())
+
+
+def run_class(args, ep, n: int, questions: list[lessons.Question]) -> tuple[dict, bool]:
+    """One class of ``n`` students on fresh app process(es) and a fresh class database: the figures, and
+    whether the run is complete (every widget found, no exception, nothing lost)."""
     procs: list[subprocess.Popen] = []
-    with server_for(args) as ep, database(args.database) as url:
-        os.environ.update(
-            TRITON_HTTP_URL=ep.http_url, TRITON_GRPC_URL=ep.grpc_url, TRITON_KITCHEN_DATABASE_URL=url
-        )
-        if ep.metrics_url or args.metrics_url:
-            os.environ["TRITON_METRICS_URL"] = args.metrics_url or ep.metrics_url
-        os.environ.pop("TRITON_KITCHEN_TEACHER_TOKEN", None)
+    mode = "paced" if args.paced else "lockstep" if args.lockstep else "free"
+    lab = not args.no_lab and mode != "paced"
+    load0 = os.getloadavg()
+    with database(args.database) as url:
+        os.environ["TRITON_KITCHEN_DATABASE_URL"] = url
         try:
             bases = []
             for k in range(args.apps):
                 port = free_port()
                 procs.append(start_streamlit("app.py", port, OUT / f"class_load_app{k}.log"))
                 bases.append(f"http://127.0.0.1:{port}")
-            step = Step(args.students) if args.lockstep else None
+            if args.warm_up:
+                for base in bases:
+                    _warm_up(base)
+            step = Step(n) if mode == "lockstep" else None
+            if step is not None:
+                step.pids = [p.pid for p in procs]
             rss0 = sum(_rss_mb(p.pid) for p in procs)
             cpu0, t0 = sum(_cpu_s(p.pid) for p in procs), time.perf_counter()
-            lab = not args.no_lab and not args.lockstep
-            per_student = asyncio.run(class_of(bases, args.students, questions, lab, step))
+            if mode == "paced":
+                sections = list(lessons.load_lesson(1, "en").sections)
+                plan = Paced(args.paced, args.think, questions, sections)
+                per_student = asyncio.run(paced_class(bases, n, args.lab_students, plan, args))
+            else:
+                per_student = asyncio.run(class_of(bases, n, questions, lab, step))
             wall = time.perf_counter() - t0
             cpu = sum(_cpu_s(p.pid) for p in procs) - cpu0
             rss = sum(_rss_mb(p.pid) for p in procs)
@@ -417,72 +666,204 @@ def main() -> int:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.wait(20)
 
-    def spread(values: list[float], digits: int) -> dict | None:
-        values = sorted(values)
-        if not values:
-            return None
-        p90 = values[math.ceil(0.9 * len(values)) - 1]  # nearest rank
-        return {
-            "p50": round(statistics.median(values), digits),
-            "p90": round(p90, digits),
-            "max": round(values[-1], digits),
-        }
-
     students = per_student.values()
-    clicks = sum(
-        len(s[k])
-        for s in students
-        for k in ("quiz_clicks_s", "choice_clicks_s", "predict_clicks_s", "lab_clicks_s")
-        if k in s
-    )
     sent = sum(s["answers_sent"] for s in students)
     kept = sum(s["lab_runs_kept"] for s in students)
     not_drawn = sorted({key for s in students for key in s["not_drawn"]})
     page_errors = sorted({e for s in students for e in s["page_errors"]})
     result = {
-        "mode": "lockstep" if args.lockstep else "free",
+        "mode": mode,
         "database": args.database,
         "apps": args.apps,
-        "students": args.students,
+        "students": n,
         "questions": [q.id for q in questions],
-        "lab": lab,
+        "lab": lab if mode != "paced" else args.lab_students > 0,
+        "warm_up": args.warm_up,
         "wall_s": round(wall, 1),
-        "answers_expected": args.students * len(questions),
-        "answers_sent": sent,
-        "answers_shown": sum(s["answers_shown"] for s in students),
-        "answers_in_database": report["quiz_answers"],
-        "answers_lost": sent - report["quiz_answers"],
-        "lab_runs_kept_on_page": kept,
-        "lab_runs_in_database": report["lab_runs"],
-        "lab_runs_lost": kept - report["lab_runs"],
-        "students_in_database": report["students"],
-        "not_drawn": not_drawn,  # keys the benchmark looked for and the page did not draw
-        "page_errors": page_errors,  # exceptions the page showed during the run
-        "quiz_click_s": spread([c for s in students for c in s["quiz_clicks_s"]], 3),
-        "lab_click_s": spread([c for s in students for c in s["lab_clicks_s"]], 2),
-        "app_cpu_s": round(cpu, 2),  # user + system seconds of the app processes during the class
-        "app_cpu_s_per_click": round(cpu / clicks, 4) if clicks else None,
-        # the apps' memory growth from before the first student connected to the end, per student
-        "app_rss_mb_per_student": round((rss - rss0) / args.students, 1),
+        "load_average_before": [round(x, 2) for x in load0],  # os.getloadavg(): 1, 5, 15 minutes
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
     }
+    if mode == "paced":
+        clicks = [c for s in students for kind in s["clicks"].values() for c in kind]
+        kinds = sorted({k for s in students for k in s["clicks"]})
+        result.update(
+            minutes=args.paced,
+            think_s=list(args.think),
+            seed=args.seed,
+            lab_students=args.lab_students,
+            lab_concurrency=args.lab_concurrency,
+            lab_seconds=args.lab_seconds,
+            answers_sent=sent,
+        )
+    else:
+        clicks_n = sum(
+            len(s[k])
+            for s in students
+            for k in ("quiz_clicks_s", "choice_clicks_s", "predict_clicks_s", "lab_clicks_s")
+            if k in s
+        )
+        result.update(answers_expected=n * len(questions), answers_sent=sent)
+    result.update(
+        answers_shown=sum(s["answers_shown"] for s in students),
+        answers_in_database=report["quiz_answers"],
+        answers_lost=sent - report["quiz_answers"],
+        lab_runs_kept_on_page=kept,
+        lab_runs_in_database=report["lab_runs"],
+        lab_runs_lost=kept - report["lab_runs"],
+        students_in_database=report["students"],
+        not_drawn=not_drawn,  # keys the benchmark looked for and the page did not draw
+        page_errors=page_errors,  # exceptions the page showed during the run
+    )
+    if mode == "paced":
+        result.update(
+            clicks=len(clicks),
+            # every chapter click (box, predict, send, choice, Check): seconds to its run's script_finished
+            click_s=_percentiles(clicks),
+            click_s_by_kind={
+                k: _percentiles([c for s in students for c in s["clicks"].get(k, [])]) for k in kinds
+            },
+            whole_page_clicks=sum(
+                s["whole_page"] for s in students
+            ),  # of them, answered by a run of the page
+            sends_shown=sum(s["sends_shown"] for s in students),  # send clicks that drew their round trip
+            page_load_s=_percentiles([c for s in students for c in s["page_load_s"]]),
+            lab_runs_started=sum(s["lab_runs_started"] for s in students),
+            lab_runs_busy=sum(s["lab_runs_busy"] for s in students),  # the page said the lab was busy
+            # a load run's click: seconds until its run finished (the run itself, or waiting its turn)
+            lab_run_s=_percentiles([c for s in students for c in s["lab_clicks_s"]], 2),
+            app_cpu_s=round(cpu, 2),
+            # the apps' CPU seconds over the whole run (lab runs and page loads included) per chapter click
+            app_cpu_s_per_click=round(cpu / len(clicks), 4) if clicks else None,
+            app_rss_mb_per_student=round((rss - rss0) / n, 1),
+        )
+        complete = not not_drawn and not page_errors and sent == result["answers_shown"] and bool(clicks)
+        complete = complete and result["lab_runs_started"] >= args.lab_students
+        return result, complete and result["answers_lost"] == 0 and result["lab_runs_lost"] == 0
+    result.update(
+        quiz_click_s=_spread([c for s in students for c in s["quiz_clicks_s"]], 3),
+        lab_click_s=_spread([c for s in students for c in s["lab_clicks_s"]], 3),
+        app_cpu_s=round(cpu, 2),  # user + system seconds of the app processes during the class
+        app_cpu_s_per_click=round(cpu / clicks_n, 4) if clicks_n else None,
+        # the apps' memory growth from before the first student connected to the end, per student
+        app_rss_mb_per_student=round((rss - rss0) / n, 1),
+    )
     if step is not None:
         result.update(
             send_spread_ms=step.spread_ms(),  # the widest first-to-last gap of one step's clicks
-            choice_click_s=spread([c for s in students for c in s["choice_clicks_s"]], 3),
-            predict_click_s=spread([c for s in students for c in s["predict_clicks_s"]], 3),
+            choice_click_s=_spread([c for s in students for c in s["choice_clicks_s"]], 3),
+            predict_click_s=_spread([c for s in students for c in s["predict_clicks_s"]], 3),
+            # the apps' CPU seconds per click of each kind, counted over that kind's steps only
+            cpu_s_per_click={k: step.cpu_s_per_click(k) for k in ("predict", "choice", "check", "lab")},
+            lab_answers_shown=sum(s["lab_answers_shown"] for s in students),  # sends that drew a round trip
             fragment_clicks=sum(s["fragment_clicks"] for s in students),
             # clicks sent inside a fragment that the app answered with a run of the whole page
             whole_page_reruns=sorted({r for s in students for r in s["whole_page_reruns"]}),
         )
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
     complete = (
         not not_drawn and not page_errors and sent == result["answers_shown"] == result["answers_expected"]
     )
     if step is not None:
         complete = complete and result["send_spread_ms"] <= LOCKSTEP_WINDOW_S * 1000
-    return 0 if complete and result["answers_lost"] == 0 and result["lab_runs_lost"] == 0 else 1
+        if lab:
+            complete = complete and result["lab_answers_shown"] == n
+    return result, complete and result["answers_lost"] == 0 and result["lab_runs_lost"] == 0
+
+
+def _table(results: list[dict]) -> str:
+    """The per-size lockstep figures as a Markdown table (seconds; CPU s per click; MB per student)."""
+
+    def cell(r: dict, key: str) -> str:
+        x = r.get(key)
+        return f"{x['p50']:.2f} / {x['p90']:.2f} / {x['max']:.2f}" if x else "-"
+
+    lines = [
+        "| students | quiz Check p50/p90/max | predict p50/p90/max | send (lab) p50/p90/max | CPU s/click "
+        "check, predict, send | RSS MB/student | lost |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        cpu = r.get("cpu_s_per_click", {})
+        cpus = ", ".join(
+            f"{cpu.get(k):.3f}" if cpu.get(k) is not None else "-" for k in ("check", "predict", "lab")
+        )
+        lines.append(
+            f"| {r['students']} | {cell(r, 'quiz_click_s')} | {cell(r, 'predict_click_s')} | "
+            f"{cell(r, 'lab_click_s')} | {cpus} | {r['app_rss_mb_per_student']} | {r['answers_lost']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    ap.add_argument("--apps", type=int, choices=(1, 2), default=1, help="app processes (on as many ports)")
+    ap.add_argument("--questions", type=int, default=4, help="chapter-1 questions each student answers")
+    ap.add_argument("--no-lab", action="store_true", help="quiz only (with --lockstep: no send step)")
+    ap.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="every student's page and quiz box first; then each click (chapter 1's predict-first radio, then "
+        "each question's choice and Check, then chapter 1's send button) sent by all students within 50 ms",
+    )
+    ap.add_argument(
+        "--sizes",
+        help="with --lockstep: one class per size, e.g. 5,10,20,30,50 (each on a fresh app and database)",
+    )
+    ap.add_argument(
+        "--paced",
+        type=float,
+        metavar="MINUTES",
+        help="the students work through chapter 1 at their own pace for MINUTES while --lab-students of them "
+        "run the protocol lab's load test again and again in a second tab",
+    )
+    ap.add_argument("--lab-students", type=int, default=5, help="with --paced: students running the lab")
+    ap.add_argument("--lab-concurrency", type=int, default=4, help="with --paced: the load's concurrency")
+    ap.add_argument("--lab-seconds", type=int, default=10, help="with --paced: each load run's seconds")
+    ap.add_argument(
+        "--think",
+        type=lambda v: tuple(float(x) for x in v.split(",")),
+        default=(3.0, 20.0),
+        help="with --paced: a student's seconds between two clicks, uniform in MIN,MAX (default 3,20)",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="with --paced: the students' random choices")
+    ap.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="no visitor opens chapter 1 and the lab before the class (the app's first imports then count "
+        "in the students' memory and CPU)",
+    )
+    ap.add_argument("--metrics-url", help="with --url: the running server's metrics host:port")
+    ap.add_argument("--json", help="also write the figures to this file")
+    add_server_args(ap)
+    args = ap.parse_args()
+    if args.sizes and not args.lockstep:
+        ap.error("--sizes goes with --lockstep")
+    if args.paced and args.lockstep:
+        ap.error("--paced and --lockstep are two different runs")
+
+    questions = lessons.load_quiz(1, "en")
+    questions = questions if args.paced else questions[: args.questions]
+    with server_for(args) as ep:
+        os.environ.update(TRITON_HTTP_URL=ep.http_url, TRITON_GRPC_URL=ep.grpc_url)
+        if ep.metrics_url or args.metrics_url:
+            os.environ["TRITON_METRICS_URL"] = args.metrics_url or ep.metrics_url
+        os.environ.pop("TRITON_KITCHEN_TEACHER_TOKEN", None)
+        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [args.students]
+        runs = []
+        for n in sizes:
+            runs.append(run_class(args, ep, n, questions))
+            print(json.dumps(runs[-1][0], indent=2), flush=True)
+    if args.sizes:
+        result = {"mode": "lockstep", "sizes": sizes, "table": [r for r, _ in runs]}
+        print(_table(result["table"]))
+    else:
+        result = runs[0][0]
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return 0 if all(ok for _, ok in runs) else 1
 
 
 if __name__ == "__main__":
