@@ -41,6 +41,10 @@ WARMUP_DRILL = "warmup_drill"
 # chapter 9's stateful drill: a running sum per sequence (sequence batcher), and the same code without it
 RUNNING_SUM = "running_sum"
 RUNNING_SUM_PLAIN = "running_sum_plain"
+# and an ensemble with a stateful step: a stateless step (2 instances) -> running_sum's code with its own slots
+RUNNING_SUM_ENSEMBLE = "running_sum_ensemble"
+RUNNING_SUM_SCALE = "running_sum_scale"
+RUNNING_SUM_STEP = "running_sum_step"
 # chapter 9's shapes drill (rows of any length; ragged; one model per bucket), chapter 3's Python backend inside
 SHAPES_DRILL = "shapes_drill"
 SHAPES_RAGGED = "shapes_ragged"
@@ -59,6 +63,9 @@ LOADED_ON_FIRST_USE = (
     WARMUP_DRILL,
     RUNNING_SUM,
     RUNNING_SUM_PLAIN,
+    RUNNING_SUM_ENSEMBLE,
+    RUNNING_SUM_SCALE,
+    RUNNING_SUM_STEP,
 )
 # the LLM lab: the course's tiny language model under request-level and under in-flight batching
 TINY_LM = "tiny_lm"
@@ -90,6 +97,9 @@ COURSE_ORDER = (
     WARMUP_DRILL,
     RUNNING_SUM,
     RUNNING_SUM_PLAIN,
+    RUNNING_SUM_ENSEMBLE,
+    RUNNING_SUM_SCALE,
+    RUNNING_SUM_STEP,
     TINY_LM,
     TINY_LM_IFB,
     SHAPES_DRILL,
@@ -127,8 +137,11 @@ def model_names(
 
 
 def ensemble_names(repo: str | os.PathLike = DEFAULT_REPOSITORY) -> list[str]:
-    """The repository's ensembles (configs that parse and schedule steps), in the course's order."""
-    return [name for name, entry in models(repo).items() if entry.is_ensemble]
+    """The repository's ensembles (configs that parse and schedule steps), in the course's order; a drill's ensemble
+    (loaded on first use, and sent its drill's own requests, not the labs' images) is left out."""
+    return [
+        name for name, entry in models(repo).items() if entry.is_ensemble and name not in LOADED_ON_FIRST_USE
+    ]
 
 
 def fingerprint(repo: str | os.PathLike = DEFAULT_REPOSITORY) -> tuple:

@@ -1,0 +1,1 @@
+../../running_sum/1/model.py
