@@ -22,5 +22,7 @@ class TritonPythonModel:
             x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
             y = (np.clip(x, -LIMIT, LIMIT) * FACTOR).astype(np.float32)
             pid = np.full((x.shape[0], 1), self.pid, dtype=np.int32)
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", y), pb_utils.Tensor("pid", pid)]))
+            responses.append(
+                pb_utils.InferenceResponse([pb_utils.Tensor("y", y), pb_utils.Tensor("pid", pid)])
+            )
         return responses
