@@ -390,7 +390,7 @@ class Result:
 def check_case(case: QaCase, tmp: Path) -> Result:
     """Lay the case out under ``tmp`` and run ``check --triton-version <suite's>`` on it, with the server flags
     test.sh runs it with (auto-complete on or off; one GPU, CUDA_VISIBLE_DEVICES=0)."""
-    from triton_kitchen.cli.main import check_paths
+    from triton_kitchen.cli.check import check_paths
     from triton_kitchen.core.ensemble import CheckOptions
     from triton_kitchen.core.versions import TritonVersion
 

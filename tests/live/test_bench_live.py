@@ -338,7 +338,7 @@ def test_perf_analyzer_agrees_within_ten_percent(server):
 
 
 def test_cli_says_which_port_a_protocol_needs(server):
-    from triton_kitchen.cli.main import _url_hint
+    from triton_kitchen.cli.bench import _url_hint
 
     assert _url_hint(server.http_url, "http-binary") is None
     assert _url_hint(server.grpc_url, "grpc") is None

@@ -3,7 +3,7 @@ models' configs."""
 
 from __future__ import annotations
 
-from triton_kitchen.cli.main import run_check
+from triton_kitchen.cli.check import run_check
 from triton_kitchen.core import server
 from triton_kitchen.core.catalog import CACHE_DRILL, WARMUP_DRILL
 from triton_kitchen.core.load_refusal import logged_reason, triton_text

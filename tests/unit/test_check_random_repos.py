@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triton_kitchen.cli.main import check_paths, main
+from triton_kitchen.cli.check import check_paths
+from triton_kitchen.cli.main import main
 from triton_kitchen.core.ensemble import CheckOptions
 
 LINE = re.compile(r"^.+:\d+: (error|warning|note): \S.*$")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen.cli.main import check_paths
+from triton_kitchen.cli.check import check_paths
 from triton_kitchen.core.config import read_model_dir
 from triton_kitchen.core.ensemble import CheckOptions
 from triton_kitchen.tools import repository

@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kitchen.cli.main import check_paths, run_check
+from triton_kitchen.cli.check import check_paths, run_check
 from triton_kitchen.core import model_config_r2607
 from triton_kitchen.core.config import ModelEntry, parse_config
 from triton_kitchen.core.ensemble import CheckOptions, autofill

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen.cli.main import run_check, run_dag
+from triton_kitchen.cli.check import run_check, run_dag
 from triton_kitchen.core.config import load_repository
 from triton_kitchen.core.ensemble import (
     build_dag,

@@ -7,7 +7,7 @@ Conventions a lesson follows (both languages, same fences in the same order):
   ```` ```text ```` ...). A second word marks the block's role; Streamlit highlights by the first word.
 - ```` ```pbtxt ````: a whole ``config.pbtxt``. It is checked as if it replaced the model named by its
   ``name:`` in ``model_repository/``, by the ch2 editor's checker (``repository.check_ensemble_text``) and by
-  ``python -m triton_kitchen check`` (``triton_kitchen.cli.main.check_paths`` on a repository where only that file
+  ``python -m triton_kitchen check`` (``triton_kitchen.cli.check.check_paths`` on a repository where only that file
   differs). Both must find no error.
 - ```` ```pbtxt mistake ````: a config that is wrong on purpose. Both checkers must report an error, and the
   lesson names it: the first italic quotation *"…"* after the block, in the same section, must be part of
@@ -42,7 +42,7 @@ from _shared.lesson_content import FENCE, fences, lesson_body, lesson_prose, nor
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2, service_pb2
 
-from triton_kitchen.cli.main import check_paths
+from triton_kitchen.cli.check import check_paths
 from triton_kitchen.core import config, ensemble
 from triton_kitchen.core import lessons as L
 from triton_kitchen.core.samples import SAMPLE_PHOTOS, sample_jpeg

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_kitchen.cli.main import run_check
+from triton_kitchen.cli.check import run_check
 from triton_kitchen.core import lessons
 from triton_kitchen.core.config import ConfigError, load_repository, parse_config
 from triton_kitchen.core.ensemble import (
