@@ -31,7 +31,10 @@ def home() -> None:
     t = i18n.t
     st.title(t("app.title"))
     st.markdown(t("app.tagline"))
-    st.info(t("home.start"), icon="👈")
+    if present.is_presenting():  # the sidebar is hidden: the pages are in the top bar, the language top right
+        st.info(t("home.start_present"), icon="👆")
+    else:
+        st.info(t("home.start"), icon="👈")
     for page, lesson in zip(pages.CHAPTERS, lessons.list_lessons(i18n.lang()), strict=True):
         st.page_link(page.path, label=f"**{t(page.title_key)}**", icon=page.icon)
         st.caption(lesson.summary)  # below the link: a link's label does not wrap, a long summary was cut off

@@ -142,16 +142,44 @@ def is_teacher() -> bool:
     """The one gate for the controls of the shared server (restart, remote settings).
 
     In a class the teacher starts the app with TRITON_KITCHEN_TEACHER_TOKEN set, and only a session whose URL
-    carried ``?teacher=<that token>`` once has them (remembered for the session: a page switch drops the query
-    string). Without the variable the app is one person's (a learner at home, or a teacher's own machine): the
+    carried ``?teacher=<that token>`` once has them: the token is taken out of the URL at once, remembered for the
+    session (a page switch drops the query string) and, as a mark in a cookie, by this browser (a refresh on any
+    page keeps the teacher). Without the variable the app is one person's (a learner at home, or a teacher's own machine): the
     browser on the machine that runs the app has them, browsers from other machines do not."""
     token = settings().teacher_token
     if token:
         given = st.query_params.get("teacher")
         if given is not None:
-            st.session_state[_TEACHER_KEY] = hmac.compare_digest(given.encode(), token.encode())
+            ok = hmac.compare_digest(given.encode(), token.encode())
+            st.session_state[_TEACHER_KEY] = ok
+            # the browser's cookie is written (or forgotten) by ui.sidebar.remember_teacher
+            st.session_state[TEACHER_REMEMBER] = "keep" if ok else "forget"
+            del st.query_params["teacher"]  # never left in the address bar, which a projector shows the room
+        elif _TEACHER_KEY not in st.session_state:  # a refresh or a new tab: this browser's cookie, if any
+            mark = _teacher_cookie().encode()
+            st.session_state[_TEACHER_KEY] = hmac.compare_digest(mark, teacher_mark(token))
         return bool(st.session_state.get(_TEACHER_KEY))
     return _on_this_machine()
+
+
+# The teacher's browser keeps a mark of the token (never the token) in a cookie, written once a session gave the
+# right token, so a refresh on any page keeps the teacher's view; a wrong token given later forgets it.
+TEACHER_COOKIE = "tk_teacher"
+TEACHER_COOKIE_HOURS = 12  # a school day
+# "keep" or "forget": what the browser is still to be told; then "done"
+TEACHER_REMEMBER = "tk_teacher_remember"
+
+
+def teacher_mark(token: str) -> bytes:
+    """What the teacher's cookie holds: an HMAC of a fixed text under the token (a new token voids it)."""
+    return hmac.new(token.encode(), b"triton-kitchen teacher", "sha256").hexdigest().encode()
+
+
+def _teacher_cookie() -> str:
+    try:
+        return str(st.context.cookies.get(TEACHER_COOKIE, ""))
+    except Exception:  # noqa: BLE001 - no browser (a bare script, some test harnesses)
+        return ""
 
 
 def class_mode() -> bool:

@@ -7,13 +7,16 @@ one) are shown only to the teacher (``ui.i18n.is_teacher``); auto-restart is an 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
 import streamlit as st
+import streamlit.components.v1 as components
 
 from triton_kitchen.core import version_facts
 from triton_kitchen.core.endpoint import DEFAULT_PORTS
+from triton_kitchen.core.settings import settings
 from triton_kitchen.tools import metrics
 from triton_kitchen.tools.repository import ServerStatus
 from ui import boxes, embedded_watch, i18n, server, server_choice
@@ -277,10 +280,28 @@ def server_controls() -> None:
         _teacher_controls()
 
 
+def remember_teacher() -> None:
+    """Once a session gave the teacher's token (``?teacher=``, taken out of the URL at once): keep its mark in this
+    browser's cookie, so a refresh on any page keeps the teacher's view; a wrong token forgets it. The value is
+    a hex HMAC (``i18n.teacher_mark``), passed through JSON, never as HTML."""
+    todo = st.session_state.get(i18n.TEACHER_REMEMBER)
+    if todo not in ("keep", "forget"):
+        return
+    name = i18n.TEACHER_COOKIE
+    if todo == "keep":
+        value = i18n.teacher_mark(settings().teacher_token).decode()
+        cookie = f"{name}={value}; path=/; max-age={i18n.TEACHER_COOKIE_HOURS * 3600}; SameSite=Lax"
+    else:
+        cookie = f"{name}=; path=/; max-age=0; SameSite=Lax"
+    components.html(f"<script>window.parent.document.cookie = {json.dumps(cookie)};</script>", height=0)
+    st.session_state[i18n.TEACHER_REMEMBER] = "done"
+
+
 def render_sidebar() -> ServerStatus | None:
     """Draw the sidebar; returns the server status of this run (None when the embedded server is down)."""
     teacher = i18n.is_teacher() and not i18n.class_mode()  # in a class the controls are in the teacher's view
     with st.sidebar:
+        remember_teacher()
         i18n.language_switch(i18n.LANG_SWITCH)
         st.subheader(t("sidebar.server"))
         if teacher:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from triton_kitchen import classroom
 from triton_kitchen.core import lessons
+from triton_kitchen.tools.bench_figures import PROTOCOL_COLORS
 from ui import boxes, i18n, pages, present, sidebar
 from ui import classroom as class_ui
 from ui.i18n import t
@@ -118,6 +119,9 @@ if code:
                 x=[r["question"] for r in table],
                 y=[round(100 * r["share"]) for r in table],
                 text=[f"{r['correct']}/{r['answered']}" for r in table],
+                # above each bar, so a question nobody got right (a bar of height 0) still shows "0/2"
+                textposition="outside",
+                cliponaxis=False,
                 marker_color=["#d62728" if r["share"] < 0.5 else "#2ca02c" for r in table],
             )
         )
@@ -125,7 +129,7 @@ if code:
             height=320,
             yaxis_title=t("teacher.first_try_pct"),
             yaxis_range=[0, 100],
-            margin=dict(l=10, r=10, t=10, b=10),
+            margin=dict(l=10, r=10, t=30, b=10),
         )
         st.plotly_chart(fig, width="stretch", key="tk_teacher_questions")
         detail = []
@@ -144,7 +148,8 @@ if code:
                     ),
                 }
             )
-        st.dataframe(detail, hide_index=True, width="stretch")
+        # a static table: the prompts and choices are Markdown (code spans), and long ones wrap instead of being cut
+        st.table(detail, hide_index=True)
     else:
         st.caption(t("teacher.no_answers"))
 
@@ -160,6 +165,8 @@ if code:
                     y=[r["p50_ms"] for r in rs],
                     name=i18n.protocol_label(p),
                     boxpoints="all",
+                    marker_color=PROTOCOL_COLORS.get(p),  # each protocol in the protocol lab's colour
+                    line_color=PROTOCOL_COLORS.get(p),
                     text=[r["nickname"] for r in rs],
                     hovertemplate="%{text}: %{y:.1f} ms<extra></extra>",
                 )
@@ -180,6 +187,9 @@ if code:
         fig.add_hline(y=1.0, line_dash="dot")
         fig.update_layout(
             height=320,
+            xaxis=dict(
+                tickmode="array", tickvals=sorted({r["concurrency"] for r in batch})
+            ),  # whole numbers only
             xaxis_title=t("teacher.concurrency"),
             yaxis_title=t("teacher.ratio"),
             margin=dict(l=10, r=10, t=10, b=10),

@@ -162,8 +162,9 @@ class ClassStore:
             return conn.execute(select(schema_version.c.version)).scalar_one()
 
     # -- writes ----------------------------------------------------------------------------------------
-    def seen(self, student: Student, page: str = "") -> None:
-        """The student is here now, on ``page`` (who is on which chapter)."""
+    def seen(self, student: Student, page: str | None = None) -> None:
+        """The student is here now: on ``page`` (its URL path, "" for the welcome page) when a page view says
+        so; ``None`` (an answer or a lab run) keeps the page the student was last seen on."""
         now = time.time()
 
         def tx():
@@ -171,15 +172,13 @@ class ClassStore:
                 stmt = self._insert(students).values(
                     class_code=student.class_code,
                     nickname=student.nickname,
-                    page=page,
+                    page=page or "",
                     first_seen=now,
                     last_seen=now,
                 )
+                changed = {"last_seen": now} if page is None else {"page": page, "last_seen": now}
                 conn.execute(
-                    stmt.on_conflict_do_update(
-                        index_elements=["class_code", "nickname"],
-                        set_={"page": page or stmt.excluded.page, "last_seen": now},
-                    )
+                    stmt.on_conflict_do_update(index_elements=["class_code", "nickname"], set_=changed)
                 )
 
         _retry(tx)
