@@ -628,6 +628,94 @@ def _own_sequence(ep) -> None:
         )
 
 
+def _ensemble_table(run: stateful.EnsembleRun, extra: list | tuple = ()) -> None:
+    """One row per request: the ID it carried, its flags, the number, both steps' pids, the total or Triton's words."""
+
+    def flags(s) -> str:
+        return " + ".join(f for f, on in (("START", s.start), ("END", s.end)) if on) or "—"
+
+    tables.show(
+        [
+            {
+                t(
+                    "ch9.seq_col_learner"
+                ): f"{s.learner} ({run.ids[s.learner] if s.sent_id is None else s.sent_id})",
+                t("ch9.seq_col_step"): s.n,
+                t("ch9.seqens_col_flags"): flags(s),
+                t("ch9.seq_col_x"): f"{s.x:g}",
+                t("ch9.seqens_col_scale_pid"): "—" if s.answer is None else str(s.answer.scale_pid),
+                t("ch9.seqens_col_step_pid"): "—" if s.answer is None else str(s.answer.pid),
+                t("ch9.seq_col_total"): "—" if s.answer is None else f"{s.answer.total:g}",
+                t("ch9.seqens_col_expected"): f"{s.expected:g}",
+                t("ch9.seq_col_error"): s.error,
+            }
+            for s in (*run.steps, *extra)
+        ]
+    )
+
+
+def _ensemble_detail(run: stateful.EnsembleRun) -> str:
+    return t(
+        f"ch9.seqens_detail_{run.outcome()}",
+        wrong=run.wrong(),
+        n=len(run.steps),
+        pids=", ".join(map(str, run.pids())) or "—",
+        scale=", ".join(map(str, run.scale_pids())) or "—",
+    )
+
+
+def _through_ensemble(ep) -> None:
+    """A's and B's sequences through running_sum_ensemble (stateless step -> stateful step); then B's mistakes."""
+    options = predict.choices("ch9.seqens", ("kept", "refused", "lost"))
+    predict.ask("ch9_seqens", t("ch9.seqens_predict"), options)
+    if st.button(t("ch9.seqens_run"), type="primary", key="ch9_seqens_run"):
+        _run("ch9_seqens", 2, lambda stop, watch: stateful.through_ensemble(ep), "ch9_seqens_result")
+    result = st.session_state.get("ch9_seqens_result")
+    if result is not None:
+        _ensemble_table(result)
+        predict.reveal("ch9_seqens", options, result.outcome(), _ensemble_detail(result))
+    mistakes = {m: t(f"ch9.seqens_mistake_{m}") for m in stateful.MISTAKES if m != "none"}
+    mistake = st.radio(
+        t("ch9.seqens_mistake_pick"),
+        list(mistakes),
+        format_func=mistakes.get,
+        key="ch9_seqens_mistake",
+        persist_state="session",
+    )
+    if st.button(t("ch9.seqens_mistake_run"), key="ch9_seqens_mistake_run"):
+        predict.measure(
+            "ch9_seqens_mistake",
+            2,
+            lambda stop, watch: stateful.through_ensemble(ep, mistake),
+            "ch9_seqens_mistake_result",
+            t("ch9.running"),
+        )
+    run = st.session_state.get("ch9_seqens_mistake_result")
+    if run is None or run.mistake != mistake:  # shown for the mistake on screen only
+        return
+    _ensemble_table(run, [run.closed] if run.closed is not None else [])
+    if run.mistake == "no_end":
+        closed = run.closed
+        if closed is not None and closed.answer is not None:
+            st.info(
+                t("ch9.seqens_closed", total=f"{closed.answer.total:g}", count=closed.answer.count), icon="📂"
+            )
+        else:
+            st.warning(t("ch9.seqens_closed_failed"), icon="⚠️")
+    else:
+        refused = next((s for s in run.steps if s.answer is None), None)
+        said = t(f"ch9.seqens_said_{run.mistake}")
+        if refused is None:  # Triton took the wrong ID after all: say what was measured
+            st.warning(t("ch9.seqens_not_refused"), icon="⚠️")
+        else:
+            st.error(said, icon="🚫")
+            st.code(refused.error, language="text", wrap_lines=True)
+            if run.scale_runs is not None:
+                st.caption(
+                    t("ch9.seqens_scale_runs", runs=run.scale_runs, sent=run.sent, refused=run.refused())
+                )
+
+
 def stateful_models() -> None:
     ep = server.endpoint()
     if ep is None:
@@ -637,6 +725,9 @@ def stateful_models() -> None:
     st.divider()
     st.markdown(f"**{t('ch9.seq_own_title')}**")
     _own_sequence(ep)
+    st.divider()
+    st.markdown(f"**{t('ch9.seqens_title')}**")
+    _through_ensemble(ep)
 
 
 render_lesson(

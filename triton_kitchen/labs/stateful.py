@@ -7,8 +7,14 @@
   true running sums.
 - :func:`step`: one request of a learner's own sequence (start, add, end), with Triton's refusals turned into
   a code the page translates: no START for an unknown ID, no correlation ID, no free slot before the deadline.
+- :func:`through_ensemble`: the same two sequences sent to ``running_sum_ensemble`` (a stateless step that
+  doubles each number, 2 instances, then ``running_sum_step``, running_sum's code with a sequence batcher of its
+  own). The ensemble's scheduler copies each request's correlation ID and START/END flags onto the request it
+  makes for each step; every response names the pid of both steps' stubs. A ``mistake`` on learner B's side
+  (another ID at step 3, ID 0 at step 3, no END) shows Triton's refusal through the ensemble, and how many times
+  the first step ran meanwhile.
 
-Nothing is reloaded: both models serve the whole class, each run with correlation IDs of its own.
+Nothing is reloaded: the models serve the whole class, each run with correlation IDs of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +29,12 @@ import tritonclient.grpc as grpcclient
 from google.protobuf import json_format
 
 from triton_kitchen.core import catalog, kserve
-from triton_kitchen.core.catalog import RUNNING_SUM, RUNNING_SUM_PLAIN
+from triton_kitchen.core.catalog import (
+    RUNNING_SUM,
+    RUNNING_SUM_ENSEMBLE,
+    RUNNING_SUM_PLAIN,
+    RUNNING_SUM_SCALE,
+)
 from triton_kitchen.core.endpoint import Endpoint
 from triton_kitchen.core.errors import KitchenError
 from triton_kitchen.core.on_demand import ensure_loaded
@@ -32,6 +43,10 @@ MODELS = (RUNNING_SUM, RUNNING_SUM_PLAIN)
 LEARNERS = {"A": (1.0, 2.0, 3.0, 4.0), "B": (10.0, 20.0, 30.0, 40.0)}
 STEP_TIMEOUT_S = 5.0  # a learner's request: past this the client gives up (a START waiting for a free slot)
 MAX_ID = 2**63 - 1
+SCALE = 2.0  # running_sum_scale: y = SCALE * clip(x, -CLIP, CLIP), then the running sum of y
+CLIP = 1000.0
+MISTAKES = ("none", "wrong_id", "zero_id", "no_end")  # on learner B's side, in through_ensemble
+MISTAKE_STEP = 3  # the step of B's that carries the wrong ID or ID 0
 
 
 class SequenceError(KitchenError):
@@ -78,8 +93,9 @@ def new_id() -> int:
 class Answer:
     total: float
     count: int
-    pid: int
+    pid: int  # the stateful model's stub (in the ensemble: running_sum_step's)
     ms: float
+    scale_pid: int = 0  # through the ensemble: the stub of running_sum_scale that took the request
 
 
 def _send(
@@ -106,11 +122,13 @@ def _send(
     except grpcclient.InferenceServerException as exc:
         message = exc.message() or str(exc)
         raise SequenceError(classify(message), message) from exc
+    scale_pid = r.as_numpy("scale_pid")  # only the ensemble has it
     return Answer(
         float(r.as_numpy("total").ravel()[0]),
         int(r.as_numpy("count").ravel()[0]),
         int(r.as_numpy("pid").ravel()[0]),
         (time.perf_counter() - t0) * 1000,
+        0 if scale_pid is None else int(scale_pid.ravel()[0]),
     )
 
 
@@ -142,7 +160,11 @@ class Step:
     x: float
     expected: float  # the true running sum
     answer: Answer | None = None
-    error: str = ""
+    error: str = ""  # Triton's words
+    code: str = ""  # the SequenceError code of ``error``
+    sent_id: int | str | None = None  # the correlation ID this request carried, when not the learner's own
+    start: bool = False
+    end: bool = False
 
     @property
     def right(self) -> bool:
@@ -189,31 +211,118 @@ def two_learners(endpoint: Endpoint, model: str = RUNNING_SUM) -> TwoLearners:
         totals = dict.fromkeys(LEARNERS, 0.0)
         n_steps = len(next(iter(LEARNERS.values())))
         for k in range(n_steps):
-            barrier = threading.Barrier(len(LEARNERS))
             steps = {}
             for learner, xs in LEARNERS.items():
                 totals[learner] += xs[k]
-                steps[learner] = Step(learner, k + 1, xs[k], totals[learner])
-
-            def send(learner: str, s: Step, barrier=barrier, first=k == 0, last=k == n_steps - 1) -> None:
-                barrier.wait(timeout=STEP_TIMEOUT_S)
-                try:
-                    s.answer = _send(clients[learner], model, ids[learner], s.x, first, last)
-                except SequenceError as exc:
-                    s.error = exc.detail
-
-            threads = [
-                threading.Thread(target=send, args=(learner, steps[learner]), daemon=True)
-                for learner in LEARNERS
-            ]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join(timeout=STEP_TIMEOUT_S * 2)
+                steps[learner] = Step(
+                    learner, k + 1, xs[k], totals[learner], start=k == 0, end=k == n_steps - 1
+                )
+            _together(clients, model, {learner: (ids[learner], s) for learner, s in steps.items()})
             run.steps += [steps[learner] for learner in LEARNERS]
     finally:
         for client in clients.values():
             client.close()
+    return run
+
+
+def _together(clients: dict, model: str, sends: dict[str, tuple[int | str, Step]]) -> None:
+    """Send each learner's step at the same moment (one thread each, past one barrier) and wait for all."""
+    barrier = threading.Barrier(len(sends))
+
+    def send(learner: str, corr_id: int | str, s: Step) -> None:
+        barrier.wait(timeout=STEP_TIMEOUT_S)
+        try:
+            s.answer = _send(clients[learner], model, corr_id, s.x, s.start, s.end)
+        except SequenceError as exc:
+            s.error, s.code = exc.detail, exc.code
+
+    threads = [
+        threading.Thread(target=send, args=(learner, corr_id, s), daemon=True)
+        for learner, (corr_id, s) in sends.items()
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=STEP_TIMEOUT_S * 2)
+
+
+@dataclass
+class EnsembleRun(TwoLearners):
+    """Two sequences through ``running_sum_ensemble``; ``mistake`` is what B got wrong (``none``: nothing)."""
+
+    mistake: str = "none"
+    scale_runs: int | None = None  # running_sum_scale's successful executions of requests during the run
+    sent: int = 0  # requests sent to the ensemble during the run
+    closed: Step | None = (
+        None  # no_end: the request the page sent afterwards, END without START, to free the slot
+    )
+
+    def scale_pids(self) -> list[int]:
+        return sorted({s.answer.scale_pid for s in self.steps if s.answer is not None})
+
+    def refused(self) -> int:
+        return sum(1 for s in self.steps if s.answer is None)
+
+    def outcome(self) -> str:
+        """``kept``: every total was the true running sum of the doubled numbers; ``refused``: running_sum_step
+        refused every request (no ID or no START reached it); ``lost``: anything else. Measured, never assumed."""
+        if self.steps and not self.wrong():
+            return "kept"
+        if self.steps and all(s.code in ("no_start", "no_id") for s in self.steps):
+            return "refused"
+        return "lost"
+
+
+def _scale_runs(endpoint: Endpoint) -> int | None:
+    """running_sum_scale's successful inference count (requests), or None when the statistics cannot be read."""
+    try:
+        stats = kserve.statistics(endpoint, RUNNING_SUM_SCALE).get("model_stats") or []
+        return sum(int(m["inference_stats"]["success"].get("count", 0) or 0) for m in stats)
+    except (kserve.KServeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def through_ensemble(endpoint: Endpoint, mistake: str = "none") -> EnsembleRun:
+    """A's and B's sequences interleaved through ``running_sum_ensemble``, each step of both at the same moment.
+
+    ``mistake`` (learner B's): ``wrong_id``: step 3 carries an ID nobody started; ``zero_id``: step 3 carries
+    ID 0; ``no_end``: the last step has no END; the page then sends B's ID one more request, END without START,
+    which Triton accepts only while the sequence is still open, and which frees its slot."""
+    if mistake not in MISTAKES:
+        raise SequenceError("failed", f"mistake must be one of {', '.join(MISTAKES)}")
+    ensure_loaded(endpoint, RUNNING_SUM_ENSEMBLE)  # loads its two steps with it
+    ids = {learner: new_id() for learner in LEARNERS}
+    run = EnsembleRun(RUNNING_SUM_ENSEMBLE, ids, mistake=mistake)
+    clients = {learner: grpcclient.InferenceServerClient(endpoint.grpc_url) for learner in LEARNERS}
+    before = _scale_runs(endpoint)
+    try:
+        totals = dict.fromkeys(LEARNERS, 0.0)
+        n_steps = len(next(iter(LEARNERS.values())))
+        for k in range(n_steps):
+            sends = {}
+            for learner, xs in LEARNERS.items():
+                totals[learner] += SCALE * max(-CLIP, min(CLIP, xs[k]))
+                s = Step(learner, k + 1, xs[k], totals[learner], start=k == 0, end=k == n_steps - 1)
+                corr_id: int | str = ids[learner]
+                if learner == "B" and k + 1 == MISTAKE_STEP and mistake in ("wrong_id", "zero_id"):
+                    corr_id = s.sent_id = ids[learner] + 1 if mistake == "wrong_id" else 0
+                if learner == "B" and s.end and mistake == "no_end":
+                    s.end = False
+                sends[learner] = (corr_id, s)
+            _together(clients, RUNNING_SUM_ENSEMBLE, sends)
+            run.steps += [s for _, s in sends.values()]
+        run.sent = len(run.steps)
+        if mistake == "no_end":
+            closed = Step("B", n_steps + 1, 0.0, totals["B"], end=True)
+            _together({"B": clients["B"]}, RUNNING_SUM_ENSEMBLE, {"B": (ids["B"], closed)})
+            run.closed = closed
+            run.sent += 1
+    finally:
+        for client in clients.values():
+            client.close()
+    after = _scale_runs(endpoint)
+    if before is not None and after is not None:
+        run.scale_runs = after - before
     return run
 
 
