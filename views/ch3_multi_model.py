@@ -153,35 +153,38 @@ def memory() -> None:
     )
 
 
+def _stubs_table(ep) -> None:
+    """The drill model's stub processes as the process table shows them now."""
+    if not ep.embedded:
+        st.info(t("py_inside.stubs_remote"))
+        return
+    embedded = server.supervisor().server
+    found = shapes.stubs(catalog.SHAPES_DRILL, embedded.pid if embedded is not None else None)
+    if not found:  # not loaded yet: the drills' models load on first use (the burst below loads it)
+        st.caption(t("py_inside.stubs_on_first_use", model=catalog.SHAPES_DRILL))
+        return
+    tables.show(
+        [
+            {
+                t("py_inside.col.instance"): s.instance,
+                t("py_inside.col.pid"): str(s.pid),
+                t("py_inside.col.region"): s.region,
+                t("py_inside.col.region_mb"): None if s.region_bytes is None else s.region_bytes / 2**20,
+            }
+            for s in found
+        ],
+        decimals={t("py_inside.col.region_mb"): 1},
+    )
+    st.caption(t("py_inside.stubs_note", n=len(found)))
+
+
 def python_backend() -> None:
     ep = server.endpoint()
     st.markdown(f"**{t('py_inside.stubs_title')}**")
     if ep is None:
         server.say_no_server()
         return
-    if not ep.embedded:
-        st.info(t("py_inside.stubs_remote"))
-    else:
-        embedded = server.supervisor().server
-        found = shapes.stubs(catalog.SHAPES_DRILL, embedded.pid if embedded is not None else None)
-        if not found:  # not loaded yet: the drills' models load on first use (the burst below loads it)
-            st.caption(t("py_inside.stubs_on_first_use", model=catalog.SHAPES_DRILL))
-        else:
-            tables.show(
-                [
-                    {
-                        t("py_inside.col.instance"): s.instance,
-                        t("py_inside.col.pid"): str(s.pid),
-                        t("py_inside.col.region"): s.region,
-                        t("py_inside.col.region_mb"): None
-                        if s.region_bytes is None
-                        else s.region_bytes / 2**20,
-                    }
-                    for s in found
-                ],
-                decimals={t("py_inside.col.region_mb"): 1},
-            )
-            st.caption(t("py_inside.stubs_note", n=len(found)))
+    stubs_box = st.container()  # filled after the burst below: the burst may be what loads the model
     options = predict.choices("py_inside.opt", ("list", "stacked", "one_each"))
     predict.ask("ch3_inside", t("py_inside.predict", n=shapes.INSIDE_BURST), options)
     if server.run_button(t("py_inside.run", n=shapes.INSIDE_BURST), key="ch3_inside_run", type="primary"):
@@ -192,6 +195,8 @@ def python_backend() -> None:
             "ch3_inside_result",
             t("py_inside.running"),
         )
+    with stubs_box:
+        _stubs_table(ep)
     result = st.session_state.get("ch3_inside_result")
     if result is None:
         return
