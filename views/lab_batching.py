@@ -13,7 +13,7 @@ import streamlit as st
 from triton_kitchen.core import override
 from triton_kitchen.labs import batching
 from triton_kitchen.tools import batch_runs, bench, load
-from ui import batching_stability, batching_why, classroom, errors, server, tables
+from ui import batching_stability, batching_why, classroom, errors, lab_line, server, tables
 from ui.i18n import t
 from ui.lesson import lazy_box
 
@@ -56,6 +56,7 @@ concurrency = c4.slider(
 )
 duration = c5.slider(t("lab_batching.duration"), 1, 15, 3, key="batch_d", persist_state="session")
 st.caption(t("lab_batching.shared_note"))
+lab_line.line_note(int(concurrency))
 
 run = st.button(t("lab_batching.run"), type="primary", key="batch_run")
 st.button(
@@ -71,24 +72,29 @@ if run:
     settings = batch_runs.BatchingSettings(True, int(delay), sorted(preferred), int(instances))
     stop = threading.Event()
     watch = server.server_watch(stop)  # a dead server ends the run at once
+
+    def _progress(reported: tuple) -> None:
+        watch()
+        progress(*reported)
+
     try:
-        result = server.lab_run(
-            int(concurrency),
-            lambda: batching.compare_batching(
-                ep,
-                settings,
-                int(concurrency),
-                float(duration),
-                stop=stop,
-                progress=lambda n, p: (watch(), progress(n, p)),
-                calibrate=True,
-            ),
-        )
-        if result is not server.BUSY:
-            st.session_state["batch_result"] = result
-            st.session_state.pop("batch_error", None)
-            batching_stability.remember(result)
-            classroom.record_batching(result)
+        # in the class's line (one batching run at a time: the classifier is shared), then in a worker
+        # process; the page holds the classifier's override too, so another page's run cannot reload it meanwhile
+        with lab_line.turn_in_line(int(concurrency), group=override.MODEL) as in_worker:
+            with override.overridden(ep, override.MODEL):
+                result = in_worker(
+                    batching.compare_batching_reported,
+                    ep,
+                    settings,
+                    int(concurrency),
+                    float(duration),
+                    progress=_progress,
+                    stop=stop,
+                )
+        st.session_state["batch_result"] = result
+        st.session_state.pop("batch_error", None)
+        batching_stability.remember(result)
+        classroom.record_batching(result)
     except Exception as exc:  # noqa: BLE001 - a dead server must not break the page; show_error logs it
         # kept with the server it came from: the next rerun (any expander, any slider) shows it again
         st.session_state["batch_error"] = (ep.http_url, exc)

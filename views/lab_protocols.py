@@ -11,8 +11,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import catalog
+from triton_kitchen.labs import protocol_runs
 from triton_kitchen.tools import bench, bench_figures, load, perf_analyzer, protocols
-from ui import batching_why, boxes, classroom, errors, i18n, server, tables
+from triton_kitchen.tools.worker_process import WorkerError
+from ui import batching_why, boxes, classroom, errors, i18n, lab_line, server, tables
 from ui.charts import token_arrivals
 from ui.i18n import protocol_label, protocol_labeller, t
 from ui.image_picker import pick_image
@@ -279,6 +281,7 @@ def _load_tab() -> None:
         persist_state="session",
     )
     st.caption(t("lab_protocols.limits", c=load.MAX_CONCURRENCY))
+    lab_line.line_note(conc)
     st.caption(t("lab_protocols.shm_note" if ep and ep.embedded else "lab_protocols.shm_local_only"))
     if compression and any(p in protocols.SHM_PROTOCOLS for p in chosen):
         st.caption(t("lab_protocols.shm_no_compression"))
@@ -290,31 +293,24 @@ def _load_tab() -> None:
         loaded = bench.LoadComparison([], {})
         stop = threading.Event()
         watch = server.server_watch(stop)  # a dead server ends the run at once
+        bars: dict = {}
 
-        def _bar(protocol: str):  # drawn as that protocol's run begins
-            bar = _progress_bar(protocol)
-            return lambda pr: (watch(), bar(pr))
+        def _progress(reported: tuple) -> None:  # (protocol, None) as its run begins, then its progress
+            protocol, p = reported
+            if protocol not in bars:
+                bars[protocol] = _progress_bar(protocol)
+            watch()
+            if p is not None:
+                bars[protocol](p)
 
-        def _load() -> bench.LoadComparison:
-            info, arrays = _inputs()
-            spec = load.LoadSpec(
-                model,
-                concurrency=conc,
-                duration_s=float(dur),
-                max_requests=int(cap),
-                compression=compression,
-                inputs=arrays,
-                output_names=[o.name for o in info.outputs],
-            )
-            return bench.compare_load(ep, spec, chosen, stop=stop, progress_for=_bar)
-
+        ask = protocol_runs.LoadAsk(model, image, compression, conc, float(dur), int(cap))
         try:
             with _other_tabs_wait():
-                # the app-wide worker budget: one student cannot starve the class
-                done = server.lab_run(conc, _load)
-            if done is not server.BUSY:
-                loaded = done
-        except protocols.ProtocolError as exc:
+                # in the class's line (one student cannot starve the class), then in a worker process
+                loaded = lab_line.run_heavy(
+                    conc, protocol_runs.load, ep, ask, chosen, progress=_progress, stop=stop
+                )
+        except (protocols.ProtocolError, WorkerError) as exc:
             _error(exc)
         server.say_if_stopped_by_death()
         st.session_state["proto_load"] = loaded.results
@@ -395,29 +391,25 @@ def _sweep_tab() -> None:
 
         sweep_stop = threading.Event()
         sweep_watch = server.server_watch(sweep_stop)
+        ask = protocol_runs.LoadAsk(model, image, compression, duration_s=float(sdur))
 
-        def _sweep() -> None:
-            info, arrays = _inputs()
-            spec = load.LoadSpec(
-                model,
-                duration_s=float(sdur),
-                compression=compression,
-                inputs=arrays,
-                output_names=[o.name for o in info.outputs],
-            )
-            st.session_state["proto_sweep"] = bench.sweep(
-                ep,
-                spec,
-                tuple(sweep_protocols),
-                tuple(sorted(levels)),
-                progress=lambda *a: (sweep_watch(), sweep_progress(*a)),
-                stop=sweep_stop,
-            )
+        def _sweep_progress(reported: tuple) -> None:
+            sweep_watch()
+            sweep_progress(*reported)
 
         try:
             with _other_tabs_wait():
-                server.lab_run(max(levels), _sweep)
-        except protocols.ProtocolError as exc:
+                st.session_state["proto_sweep"] = lab_line.run_heavy(
+                    max(levels),
+                    protocol_runs.sweep,
+                    ep,
+                    ask,
+                    tuple(sweep_protocols),
+                    tuple(sorted(levels)),
+                    progress=_sweep_progress,
+                    stop=sweep_stop,
+                )
+        except (protocols.ProtocolError, WorkerError) as exc:
             _error(exc)
         server.say_if_stopped_by_death()
     sweep_results = st.session_state.get("proto_sweep") or []

@@ -332,7 +332,9 @@ def test_unloaded_model_is_a_translated_message(small, embedded_app):
 
 
 @pytest.mark.app
-def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
+def test_lab_page_waits_in_line_when_the_budget_is_taken(small, monkeypatch):
+    """Another student's run holds every load worker: the load test is not refused, it waits in line and starts
+    by itself when the workers free (the place shown while it waits: tests/live/test_lab_line_live.py)."""
     small.ensure_running(60)
     conftest.use_remote(monkeypatch, small)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
@@ -340,12 +342,24 @@ def test_lab_page_says_busy_when_the_budget_is_taken(small, monkeypatch):
     switch_page(at, "views/lab_protocols.py")
     at.run()
     at.text_input(key="proto_other").set_value("classifier").run()
-    with budget.LAB_BUDGET.hold(budget.LAB_BUDGET.total):  # another student's run holds it all
-        at.button(key="proto_load_run").click().run()
-    assert not at.exception
-    busy = lessons.t("lab.busy", "en", used=budget.LAB_BUDGET.total, total=budget.LAB_BUDGET.total, runs=1)
-    assert any(w.value == busy for w in at.warning), [w.value for w in at.warning]
-    assert not at.session_state["proto_load"]
+    at.slider(key="proto_load_d").set_value(1)
+    held = threading.Event()
+
+    def other_run() -> None:
+        with budget.LAB_BUDGET.hold(budget.LAB_BUDGET.total):
+            held.set()
+            time.sleep(2.0)
+
+    other = threading.Thread(target=other_run)
+    other.start()
+    held.wait(5)
+    at.button(key="proto_load_run").click().run()
+    other.join()
+    assert not at.exception, [e.value for e in at.exception]
+    busy = lessons.t("lab.busy", "en", used=0, total=0, runs=0).split(":")[0]
+    assert not any(w.value.startswith(busy) for w in at.warning), [w.value for w in at.warning]
+    results = at.session_state["proto_load"]  # the run went: one result per protocol, answers measured
+    assert len(results) == 3 and sum(r.requests for r in results) > 0, results
 
 
 def test_batching_override_only_changes_safe_fields(small):

@@ -98,6 +98,28 @@ def compare_batching(
     }
 
 
+def compare_batching_reported(
+    endpoint: Endpoint,
+    settings: BatchingSettings,
+    concurrency: int,
+    duration_s: float,
+    *,
+    report: Callable[[tuple], None],
+    stop,
+) -> dict:
+    """:func:`compare_batching` as a worker process runs it (``tools.worker_process``), calibrated: its progress
+    goes to ``report`` as ``(setting name, BenchProgress)``."""
+    return compare_batching(
+        endpoint,
+        settings,
+        concurrency,
+        duration_s,
+        stop=stop,
+        progress=lambda name, p: report((name, p)),
+        calibrate=True,
+    )
+
+
 @dataclass
 class LoadPoint:
     """One offered rate: what the server did (measured) and what the simulator predicts (simulated)."""

@@ -1,0 +1,95 @@
+"""A run in a worker process: its progress comes back to the caller's thread, a stop goes in, its result and its
+exceptions come back as themselves, and a caller that leaves early takes the worker down."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from triton_kitchen.core.kserve import KServeError
+from triton_kitchen.tools.load import LoadSpecError
+from triton_kitchen.tools.worker_process import WorkerError, run_in_worker
+
+
+def count(n: int, *, report, stop, pause_s: float = 0.02):
+    """Counts to ``n``, reporting each step and its process id; stops early when asked."""
+    for i in range(n):
+        if stop.is_set():
+            return ("stopped", i)
+        report((i, os.getpid()))
+        time.sleep(pause_s)
+    return ("done", n)
+
+
+def refuse(*, report, stop):
+    raise LoadSpecError("concurrency must be 1..16", "concurrency")
+
+
+def answer_with_an_error(*, report, stop):
+    return {"error": KServeError("http", "not ready", 503)}
+
+
+def unpicklable(*, report, stop):
+    return threading.Lock()
+
+
+def die(*, report, stop):
+    os._exit(3)
+
+
+def test_progress_and_result_come_back_from_another_process():
+    seen = []
+    assert run_in_worker(count, 5, progress=seen.append) == ("done", 5)
+    assert [i for i, _ in seen] == [0, 1, 2, 3, 4]
+    assert {pid for _, pid in seen} != {os.getpid()}  # it ran elsewhere
+
+
+def test_stop_reaches_the_worker():
+    stop = threading.Event()
+
+    def progress(value) -> None:
+        if value[0] == 3:
+            stop.set()
+
+    t0 = time.perf_counter()
+    result = run_in_worker(count, 10_000, progress=progress, stop=stop)
+    assert result[0] == "stopped" and 3 <= result[1] < 20
+    assert time.perf_counter() - t0 < 10
+
+
+def test_a_caller_that_leaves_takes_the_worker_down():
+    """Whatever ``progress`` raises (a page's rerun after Stop) ends the worker: no process is left behind."""
+    pids = []
+
+    class Rerun(Exception):
+        pass
+
+    def progress(value) -> None:
+        pids.append(value[1])
+        raise Rerun
+
+    with pytest.raises(Rerun):
+        run_in_worker(count, 10_000, progress=progress, grace_s=5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[0], 0)
+
+
+def test_exceptions_come_back_as_themselves():
+    with pytest.raises(LoadSpecError) as info:
+        run_in_worker(refuse)
+    assert info.value.field == "concurrency" and info.value.code == "bad_load"
+    result = run_in_worker(answer_with_an_error)  # an exception inside a result, with an __init__ of its own
+    err = result["error"]
+    assert isinstance(err, KServeError) and (err.code, err.detail, err.status) == ("http", "not ready", 503)
+
+
+def test_what_cannot_come_back_and_a_dead_worker_say_so():
+    with pytest.raises(WorkerError) as info:
+        run_in_worker(unpicklable)
+    assert info.value.code == "worker_failed" and "lock" in info.value.detail
+    with pytest.raises(WorkerError) as info:
+        run_in_worker(die)
+    assert info.value.code == "worker_died" and "3" in info.value.detail

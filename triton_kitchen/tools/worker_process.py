@@ -1,0 +1,163 @@
+"""A heavy run in a worker process, off the app's interpreter, with its progress coming back and a stop going in.
+
+Every session of a Streamlit app shares one Python interpreter. A lab's load generator is Python threads
+(tritonclient's encoding, numpy, the timing loop): run inside the app, they hold the interpreter's lock that
+every other student's click needs. :func:`run_in_worker` runs ``target(*args, report=..., stop=..., **kwargs)``
+in a process of its own instead and waits for it, without holding that lock more than it must:
+
+- ``report(value)`` (in the worker) sends ``value`` back; :func:`run_in_worker` calls ``progress(value)`` with
+  it in the caller's thread, where a page may draw it;
+- ``stop`` (in the worker) is an event the worker's run checks as a ``threading.Event``; it is set when the
+  caller's own ``stop`` is set, and when the caller leaves early (whatever ``progress`` raised: a page's
+  rerun after Stop). The worker then has ``grace_s`` to end (a batching run restores the model's
+  config), and is terminated after that;
+- the return value (or the exception) comes back pickled; an exception comes back as its own class
+  (rebuilt from its attributes), or as a :class:`WorkerError` naming it when those cannot cross; a worker that died says so (:class:`WorkerError`,
+  code ``worker_died``).
+
+Workers are forked from a fork server (a fresh interpreter, started once, that imports ``PRELOAD`` first: a run
+starts in milliseconds, not an interpreter's start-up), or spawned where there is no fork server (Windows). The
+measurements are the same code as in the app, only in another process.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import pickle
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from triton_kitchen.core.errors import KitchenError
+
+# what every worker imports before it is forked: the load engine, tritonclient, numpy ("__main__" makes the
+# fork server start with the app's sys.path, so the package imports wherever the app was started from)
+PRELOAD = ["__main__", "triton_kitchen.tools.bench"]
+GRACE_S = 30.0  # a stopped worker's time to end cleanly (a batching run reloads the model's config)
+POLL_S = 0.1
+
+_context_lock = threading.Lock()
+_context: Any = None
+
+
+class WorkerError(KitchenError):
+    """The worker's run failed with an exception that could not come back as itself (``detail`` is its type
+    and message), or the worker died (code ``worker_died``: its exit code)."""
+
+    default_code = "worker_failed"
+
+
+def context():
+    """The multiprocessing context workers start from: ``forkserver`` where there is one, else ``spawn``."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            if "forkserver" in multiprocessing.get_all_start_methods():
+                ctx = multiprocessing.get_context("forkserver")
+                ctx.set_forkserver_preload(PRELOAD)
+            else:
+                ctx = multiprocessing.get_context("spawn")
+            _context = ctx
+        return _context
+
+
+def _unpack(packed: tuple) -> BaseException:
+    """An exception rebuilt from its class, args and attributes, without calling its ``__init__`` (whose
+    signature pickle does not know: ``KServeError(code, detail, status)`` has ``args == (detail,)``)."""
+    cls, args, attrs = packed
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(attrs)
+    return exc
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles exceptions, wherever they sit in a result, as :func:`_unpack` rebuilds them; one whose
+    attributes cannot be pickled becomes a :class:`WorkerError` that names it."""
+
+    def reducer_override(self, obj):
+        if not isinstance(obj, BaseException):
+            return NotImplemented
+        attrs = dict(vars(obj))
+        try:
+            _dumps(attrs)
+            _dumps(obj.args)
+        except Exception:  # noqa: BLE001 - any attribute that cannot cross
+            return WorkerError, ("worker_failed", f"{type(obj).__name__}: {obj}")
+        return _unpack, ((type(obj), obj.args, attrs),)
+
+
+def _dumps(obj) -> bytes:
+    buf = io.BytesIO()
+    _Pickler(buf, pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
+def _child(target, args, kwargs, conn, stop) -> None:
+    """The worker: run ``target`` and send back what it reports, then its result or its exception."""
+    lock = threading.Lock()
+
+    def send(message) -> None:
+        payload = _dumps(message)
+        pickle.loads(payload)  # what cannot be read back fails here, in the worker, where it is said
+        with lock:
+            conn.send_bytes(payload)
+
+    try:
+        result = target(*args, report=lambda value: send(("progress", value)), stop=stop, **kwargs)
+        message = ("done", result)
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the caller
+        message = ("error", exc)
+    try:
+        send(message)
+    except Exception as exc:  # noqa: BLE001 - a result that cannot be pickled
+        send(("error", WorkerError("worker_failed", f"result not sent: {type(exc).__name__}: {exc}")))
+    conn.close()
+
+
+def run_in_worker(
+    target: Callable[..., Any],
+    /,
+    *args: Any,
+    progress: Callable[[Any], None] | None = None,
+    stop: threading.Event | None = None,
+    grace_s: float = GRACE_S,
+    poll_s: float = POLL_S,
+    **kwargs: Any,
+) -> Any:
+    """``target(*args, report=report, stop=stop_event, **kwargs)`` in a worker process; returns what it returned,
+    or raises what it raised. ``target`` must be a module-level function, and its arguments picklable."""
+    ctx = context()
+    receive, send = ctx.Pipe(duplex=False)
+    halt = ctx.Event()
+    proc = ctx.Process(target=_child, args=(target, args, kwargs, send, halt), daemon=True, name="lab-worker")
+    proc.start()
+    send.close()  # ours is closed: the worker's end closing is what ends the pipe
+    try:
+        while True:
+            if stop is not None and stop.is_set():
+                halt.set()
+            if not receive.poll(poll_s):
+                if not proc.is_alive() and not receive.poll(0):
+                    raise WorkerError("worker_died", f"the worker ended with exit code {proc.exitcode}")
+                continue
+            try:
+                kind, value = pickle.loads(receive.recv_bytes())
+            except EOFError:
+                proc.join(1.0)
+                raise WorkerError("worker_died", f"the worker ended with exit code {proc.exitcode}") from None
+            if kind == "progress":
+                if progress is not None:
+                    progress(value)
+            elif kind == "done":
+                return value
+            else:
+                raise value
+    finally:
+        halt.set()  # a no-op after a run that ended by itself
+        proc.join(grace_s)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(5.0)
+        receive.close()
