@@ -5,11 +5,19 @@ it, so the class's server and models are never touched (chapters 7 and 10).
     with own_server([SLOW_DRILL]) as srv:
         client = grpcclient.InferenceServerClient(srv.endpoint.grpc_url)
         client.infer(SLOW_DRILL, slow_inputs(800))   # sleeps 800 ms in the model
+
+The block ends before its server has finished stopping: a tritonserver's graceful exit takes about 3 s (on
+SIGTERM it unloads its models, and checks once a second whether any is still live), and nothing of the drill's
+result waits on it. The stop goes on in a thread of its own; a drill that needs the server gone when the block
+ends (to show what a client sees from a stopped server) asks for ``wait_for_stop=True``. Stops still under way
+when the process exits are waited for then (:func:`finish_stopping`), so no stub's shared memory is left behind.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,14 +28,51 @@ from triton_kitchen.core.catalog import DRILL_REPOSITORY
 from triton_kitchen.core.server import EmbeddedServer
 
 START_TIMEOUT_S = 60.0
+STOP_WAIT_S = 30.0  # at the process's exit: how long the stops still under way are waited for
+
+_stopping: set[threading.Thread] = set()
+_stopping_lock = threading.Lock()
+
+
+def _stop(srv: EmbeddedServer) -> None:
+    try:
+        srv.stop()
+    finally:
+        with _stopping_lock:
+            _stopping.discard(threading.current_thread())
+
+
+def stop_in_background(srv: EmbeddedServer) -> threading.Thread:
+    """Stop ``srv`` (gracefully: Triton unloads its models, each stub removes its shared memory) in a thread."""
+    th = threading.Thread(target=_stop, args=(srv,), name=f"drill-server-stop-{srv.pid}", daemon=True)
+    with _stopping_lock:
+        _stopping.add(th)
+    th.start()
+    return th
+
+
+def finish_stopping(timeout: float = STOP_WAIT_S) -> int:
+    """Wait for the drill servers still stopping (at most ``timeout`` seconds in all); how many were waited for."""
+    with _stopping_lock:
+        pending = list(_stopping)
+    for th in pending:
+        th.join(timeout)
+    return len(pending)
+
+
+atexit.register(finish_stopping)
 
 
 @contextlib.contextmanager
 def own_server(
-    load: list[str], extra_args: tuple[str, ...] = (), repo: Path = DRILL_REPOSITORY
+    load: list[str],
+    extra_args: tuple[str, ...] = (),
+    repo: Path = DRILL_REPOSITORY,
+    wait_for_stop: bool = False,
 ) -> Iterator[EmbeddedServer]:
     """A tritonserver of this run's own on ``repo`` (explicit mode, loading ``load``), stopped and its folder
-    removed when the block ends. Raises ServerStartError (with the log's errors) when it does not start."""
+    removed when the block ends: in the background (the block does not wait for Triton's exit) unless
+    ``wait_for_stop``. Raises ServerStartError (with the log's errors) when it does not start."""
     srv = EmbeddedServer(
         repo=repo,
         http_port=0,
@@ -41,7 +86,12 @@ def own_server(
         srv.start(timeout=START_TIMEOUT_S)
         yield srv
     finally:
-        srv.stop()
+        if (
+            wait_for_stop or not srv.running
+        ):  # a server that never started or already died: nothing to wait for
+            srv.stop()
+        else:
+            stop_in_background(srv)
 
 
 def slow_inputs(ms: int, poll: bool = False, module=grpcclient) -> list:

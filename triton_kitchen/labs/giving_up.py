@@ -349,7 +349,7 @@ def what_each_client_raises(deadline_s: float = GIVE_UP_AFTER_S) -> RaisedTable:
     """Each failure of FAILURES over gRPC and HTTP, measured on a server of its own (about 6 s)."""
     deadline_s = check_deadline(deadline_s)
     table = RaisedTable()
-    with own_server([MODEL]) as srv:
+    with own_server([MODEL], wait_for_stop=True) as srv:  # the server_stopped rows need it gone
         ep = srv.endpoint
         cfg = copy.deepcopy(kserve.model_config(ep, MODEL))
         cfg["dynamic_batching"]["default_queue_policy"] = {"max_queue_size": 1}
