@@ -105,7 +105,7 @@ if code:
         if now - s["last_seen"] < ACTIVE_S
     ]
     if rows:
-        st.dataframe(rows, hide_index=True, width="stretch")
+        st.table(rows, hide_index=True)  # every column on a projector's 1024 px, none behind a scroll bar
     else:
         st.caption(t("teacher.nobody_now"))
 

@@ -78,7 +78,7 @@ def test_the_desk_shows_a_student_who_ran_the_batching_lab_on_the_batching_lab(t
     s.record_lab_run(erin, "batching", {"concurrency": 8, "ratio": 1.2})  # "Run: batching off, then on"
     s.dispose()
     desk = _desk(tmp_path, monkeypatch, lang="zh")
-    where = desk.dataframe[0].value
+    where = desk.table[0].value
     assert list(where[lessons.t("teacher.col_page", "zh")]) == [lessons.t("page.lab_batching", "zh")]
 
 
@@ -198,7 +198,7 @@ def test_the_question_table_renders_markdown_in_full_and_a_0_percent_bar_is_labe
     s.dispose()
     desk = _desk(tmp_path, monkeypatch, lang=lang)
     # the table: a static table (Markdown rendered, long text wrapped), the prompt as the quiz writes it
-    (table,) = desk.table
+    where, table = desk.table  # who is where, then the questions
     df = table.value
     row = df[df[lessons.t("teacher.col_question", lang)] == with_code.prompt]
     assert len(row) == 1, list(df[lessons.t("teacher.col_question", lang)])
