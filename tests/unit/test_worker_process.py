@@ -24,6 +24,14 @@ def count(n: int, *, report, stop, pause_s: float = 0.02):
     return ("done", n)
 
 
+def big_result_after_stop(*, report, stop):
+    """Reports until stopped, then returns more than a pipe holds (as a stopped load run returns its latencies)."""
+    while not stop.is_set():
+        report((0, os.getpid()))
+        time.sleep(0.02)
+    return b"x" * 4_000_000
+
+
 def refuse(*, report, stop):
     raise LoadSpecError("concurrency must be 1..16", "concurrency")
 
@@ -75,6 +83,19 @@ def test_a_caller_that_leaves_takes_the_worker_down():
         run_in_worker(count, 10_000, progress=progress, grace_s=5)
     with pytest.raises(ProcessLookupError):
         os.kill(pids[0], 0)
+
+
+def test_a_caller_that_leaves_does_not_wait_for_a_big_result_nobody_reads():
+    class Rerun(Exception):
+        pass
+
+    def progress(value) -> None:
+        raise Rerun
+
+    t0 = time.perf_counter()
+    with pytest.raises(Rerun):
+        run_in_worker(big_result_after_stop, progress=progress, grace_s=20)
+    assert time.perf_counter() - t0 < 10  # the worker ended by itself, not at the grace's end
 
 
 def test_exceptions_come_back_as_themselves():

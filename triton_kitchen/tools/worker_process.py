@@ -26,6 +26,7 @@ import io
 import multiprocessing
 import pickle
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -156,8 +157,20 @@ def run_in_worker(
                 raise value
     finally:
         halt.set()  # a no-op after a run that ended by itself
-        proc.join(grace_s)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(5.0)
+        _drain_until_ended(proc, receive, grace_s)
         receive.close()
+
+
+def _drain_until_ended(proc, receive, grace_s: float) -> None:
+    """Wait up to ``grace_s`` for the worker to end, reading (and dropping) what it still sends: a stopped
+    worker sends its result, which must not wait on a full pipe nobody reads; then terminate it."""
+    deadline = time.monotonic() + grace_s
+    while proc.is_alive() and time.monotonic() < deadline:
+        try:
+            if receive.poll(0.05):
+                receive.recv_bytes()
+        except (EOFError, OSError):  # its end is closed: it is exiting
+            proc.join(0.05)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(5.0)
