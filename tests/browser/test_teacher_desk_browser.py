@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from triton_kitchen.classroom import ClassStore
 from triton_kitchen.core import lessons
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # 2-3 min per language on 2 cores
 TOKEN = "desk-t0ken"
 
 
