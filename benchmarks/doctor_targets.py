@@ -4,11 +4,19 @@ throughput against perf_analyzer, with the load average before and after each ru
     python benchmarks/doctor_targets.py                                # starts the embedded server
     TRITON_KITCHEN_KEY=... python benchmarks/doctor_targets.py --url 127.0.0.1:18700 --grpc-url 127.0.0.1:18701
     python benchmarks/doctor_targets.py --runs 2 --out benchmarks/out/doctor.json
+    python benchmarks/doctor_targets.py --paired --window 2 10 --pairs 6   # the throughput check alone, paired
 
 Targets: "unexplained" at most 10 % of the client's end-to-end time in at least 95 % of the cells; throughput within
 10 % of perf_analyzer. Without the server's trace API (a ``serve`` whose key is not given) the wire comes from a
 loopback echo and the server's front end is counted as unexplained. On a shared 2-core machine the load moves every
 figure: read them with the load average printed beside them.
+
+``--paired``: the throughput comparison alone, as the doctor makes it, in pairs: the doctor's engine
+(:func:`run_bench`, closed loop, the request encoded once) for ``--window`` seconds, then perf_analyzer for the same
+seconds (three windows of a third), same model, protocol, concurrency and input; the order swaps every pair (ABBA,
+so a drift of the machine's load falls on both alike). Per pair the ratio doctor/perf_analyzer and the 1-minute
+load average; per (protocol, concurrency, window) the median ratio and its spread (min..max). ``--control also`` adds
+perf_analyzer-against-perf_analyzer pairs (``only``: just those): the spread two identical runs show on this machine at this load.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -23,8 +32,73 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _server import add_server_args, server_for  # noqa: E402
 
+from triton_kitchen.core import catalog  # noqa: E402
 from triton_kitchen.core.endpoint import RESTRICTED_HEADER  # noqa: E402
+from triton_kitchen.tools.bench import run_bench  # noqa: E402
 from triton_kitchen.tools.doctor import run_doctor  # noqa: E402
+from triton_kitchen.tools.load import LoadSpec  # noqa: E402
+from triton_kitchen.tools.perf_analyzer import run_perf_analyzer  # noqa: E402
+from triton_kitchen.tools.protocols import sample_inputs  # noqa: E402
+
+
+def _doctor_rps(endpoint, spec: LoadSpec) -> float:
+    r = run_bench(endpoint, spec)
+    return (r.requests - r.errors) / r.window_s if r.window_s else 0.0
+
+
+def _pa_rps(endpoint, spec: LoadSpec, max_batch_size: int) -> float:
+    p = run_perf_analyzer(endpoint, spec.model, spec.protocol, spec.concurrency, spec.inputs or {},
+                          max_batch_size, window_ms=max(500, int(spec.duration_s * 1000 / 3)),
+                          timeout_s=max(30.0, 10 * spec.duration_s))  # fmt: skip
+    return p.throughput_rps
+
+
+def paired(endpoint, model: str, protocol: str, concurrency: int, window_s: float, pairs: int,
+           control: bool) -> dict:  # fmt: skip
+    """``pairs`` alternating (doctor, perf_analyzer) measurements of ``window_s`` each; see the module's doc."""
+    info, inputs = sample_inputs(endpoint, model, protocol)
+    spec = LoadSpec(model, protocol, concurrency, window_s, inputs=inputs,
+                    output_names=[o.name for o in info.outputs], warmup_s=0.3)  # fmt: skip
+
+    def first() -> float:  # the side compared with perf_analyzer: the doctor's engine, or perf_analyzer again
+        return _pa_rps(endpoint, spec, info.max_batch_size) if control else _doctor_rps(endpoint, spec)
+
+    rows = []
+    for i in range(pairs):
+        load = os.getloadavg()[0]
+        a_then_b = i % 2 == 0
+        if a_then_b:
+            a = first()
+            b = _pa_rps(endpoint, spec, info.max_batch_size)
+        else:
+            b = _pa_rps(endpoint, spec, info.max_batch_size)
+            a = first()
+        rows.append({"a_rps": a, "pa_rps": b, "ratio": a / b if b else None, "load": load,
+                     "load_after": os.getloadavg()[0], "order": "a,pa" if a_then_b else "pa,a"})  # fmt: skip
+        print(f"    pair {i + 1}: {'pa' if control else 'doctor'} {a:6.1f}  perf_analyzer {b:6.1f} req/s  "
+              f"ratio {a / b if b else float('nan'):.3f}  load {load:.1f}", flush=True)  # fmt: skip
+    ratios = sorted(r["ratio"] for r in rows if r["ratio"])
+    return {"protocol": protocol, "concurrency": concurrency, "window_s": window_s, "control": control,
+            "pairs": rows, "median_ratio": statistics.median(ratios) if ratios else None,
+            "min_ratio": ratios[0] if ratios else None, "max_ratio": ratios[-1] if ratios else None,
+            "within_10": sum(1 for x in ratios if abs(x - 1) <= 0.10)}  # fmt: skip
+
+
+def main_paired(args, endpoint) -> list[dict]:
+    out = []
+    for window in args.window:
+        for protocol in args.protocols:
+            for c in args.concurrency:
+                for control in {"no": [False], "also": [False, True], "only": [True]}[args.control]:
+                    what = "perf_analyzer/perf_analyzer" if control else "doctor/perf_analyzer"
+                    print(f"{protocol} x{c}, {window:g} s windows, {what}:", flush=True)
+                    res = paired(endpoint, args.model or catalog.CLASSIFIER, protocol, c, window, args.pairs,
+                                 control)  # fmt: skip
+                    out.append(res)
+                    print(f"  median ratio {res['median_ratio']:.3f} (min {res['min_ratio']:.3f}, max "
+                          f"{res['max_ratio']:.3f}); within 10 %: {res['within_10']}/{len(res['pairs'])}",
+                          flush=True)  # fmt: skip
+    return out
 
 
 def main() -> int:
@@ -33,6 +107,13 @@ def main() -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None, help="write every run's JSON report here")
+    ap.add_argument("--paired", action="store_true", help="only the throughput comparison, in pairs")
+    ap.add_argument("--window", type=float, nargs="+", default=[2.0, 10.0], help="--paired: seconds per side")
+    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--protocols", nargs="+", default=["http-binary", "grpc"])
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--control", choices=["no", "also", "only"], default="no",
+                    help="--paired: perf_analyzer against itself too (also), or only that (only)")  # fmt: skip
     args = ap.parse_args()
     reports = []
     with server_for(args) as endpoint:
@@ -41,7 +122,9 @@ def main() -> int:
             "TRITON_KITCHEN_KEY"
         ):  # the embedded server: its trace API opens to its key
             os.environ["TRITON_KITCHEN_KEY"] = key
-        for i in range(args.runs):
+        if args.paired:
+            reports = main_paired(args, endpoint)
+        for i in range(0 if args.paired else args.runs):
             report = run_doctor(endpoint.http_url, endpoint.grpc_url, model=args.model)
             reports.append(report)
             goal = report["targets"]

@@ -38,6 +38,7 @@ LABS = [
     PageSpec("views/lab_batching.py", "lab-batching", "page.lab_batching", "🍱"),
     PageSpec("views/lab_flow.py", "lab-flow", "page.lab_flow", "🔀"),
     PageSpec("views/lab_break.py", "lab-break", "page.lab_break", "🔨"),
+    PageSpec("views/lab_doctor.py", "lab-doctor", "page.lab_doctor", "🩺"),
 ]
 PAGES = [*CHAPTERS, *LABS]
 HOME_URL = ""  # the welcome page, at /

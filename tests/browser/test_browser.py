@@ -48,6 +48,7 @@ PAGE_CHECKS: dict[str, tuple[str, ...]] = {
     "lab-batching": ("cjk", "fragment"),  # its download appears after a run
     "lab-flow": ("cjk", "restart"),
     "lab-break": ("cjk",),
+    "lab-doctor": ("cjk",),  # its download appears after a run (tests/live/test_lab_doctor_live.py)
 }
 MADE_BY = {
     "cjk": "test_browser.py::test_every_page_in_chinese_as_chromium_lays_it_out",

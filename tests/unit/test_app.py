@@ -166,6 +166,7 @@ def test_page_table_is_the_apps():
         "lab-batching",
         "lab-flow",
         "lab-break",
+        "lab-doctor",
     ]
     assert all((ROOT / p.path).is_file() for p in pages.PAGES)
     assert [p.path for p in pages.CHAPTERS] == CHAPTER_PAGES

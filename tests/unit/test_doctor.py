@@ -5,16 +5,16 @@ that refuses client shared memory (the 26.04 stand-in)."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
 
 import pytest
 
+from tests._shared.plain_http import plain_http
 from tests._shared.shm_refusing_server import DISABLED, MODEL, RefusingServer
 from triton_kitchen.cli.main import main
 from triton_kitchen.core.lessons import t, ui_strings
-from triton_kitchen.tools.doctor import run_doctor, trace_split
+from triton_kitchen.tools.doctor import run_doctor
 from triton_kitchen.tools.doctor_card import (
     PARTS,
     STATS_MISSING,
@@ -28,6 +28,7 @@ from triton_kitchen.tools.doctor_card import (
     search_knee,
     targets,
 )
+from triton_kitchen.tools.doctor_parts import trace_split
 
 
 # -- the knee ---------------------------------------------------------------------------------------------------
@@ -202,36 +203,10 @@ def test_every_doctor_key_exists_in_both_languages_with_the_same_fields():
 
 
 # -- bad input --------------------------------------------------------------------------------------------------
-class _Plain(BaseHTTPRequestHandler):
-    delay_s = 0.0
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        time.sleep(self.delay_s)
-        body = b"<html>a plain web server</html>"
-        self.send_response(404 if self.path.startswith("/v2") else 200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
 @pytest.fixture
 def plain_server():
-    servers = []
-
-    def start(delay_s: float = 0.0) -> str:
-        handler = type("Handler", (_Plain,), {"delay_s": delay_s})
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        servers.append(srv)
-        return f"127.0.0.1:{srv.server_address[1]}"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    with ExitStack() as stack:
+        yield lambda delay_s=0.0: stack.enter_context(plain_http(delay_s))
 
 
 def test_a_url_that_is_not_triton_is_said_so(plain_server, capsys):

@@ -12,14 +12,18 @@ import argparse
 import json
 import sys
 
-from triton_kitchen.core.lessons import LANGS
+from triton_kitchen.core.lessons import LANGS, t
 from triton_kitchen.tools.doctor import FULL_BUDGET_S, QUICK_BUDGET_S, run_doctor
 from triton_kitchen.tools.doctor_card import card
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    def progress(text: str) -> None:
-        if not args.json:
+    said: list[str] = []
+
+    def progress(key: str, params: dict) -> None:  # each step once (it is heard again while a load runs)
+        text = t(f"doctor.{key}", args.lang, **params)
+        if not args.json and text not in said[-1:]:
+            said.append(text)
             print(f"… {text}", file=sys.stderr, flush=True)
 
     report = run_doctor(
