@@ -107,6 +107,8 @@ MEANT_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
         "error.nothing_listening",  # the "dead server" mistake: a closed port, on purpose
     ),  # fmt: skip
     ("*", "tk_quiz_"): ("quiz.wrong",),  # a wrong quiz answer
+    # chapter 9's ensemble with a stateful step: learner B's wrong correlation ID, refused on purpose
+    ("ch9", "ch9_seqens_mistake"): ("ch9.seqens_said_wrong_id", "ch9.seqens_said_zero_id"),
     # the break-it lab: each mistake's real error, shown on purpose beside its fix
     ("lab-break", "break_"): ("lab_break.raised",),
     # one request inside an ensemble, sent a text file as the photo: the failing step, on purpose
