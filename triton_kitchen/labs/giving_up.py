@@ -76,6 +76,7 @@ class GiveUpResult:
     client_saw: str = ""  # what the client got for the request it gave up on (exception class and text)
     client_ms: float = 0.0  # from sending that request until the client had its answer or error
     notes: list[str] = field(default_factory=list)
+    busy_end_s: float | None = None  # the queued scenarios: A's answer, seconds after the victim was sent
 
     @property
     def given_up(self) -> str:
@@ -229,6 +230,7 @@ def _queued(ep: Endpoint, scenario: str, deadline_s: float, result: GiveUpResult
         busy.done.wait(10.0)
         if busy.result is not None:
             result.busy_slept_ms = int(busy.result.as_numpy("SLEPT_MS").reshape(-1)[0])
+            result.busy_end_s = busy.at - t0
     finally:
         client.close()
 
@@ -247,6 +249,15 @@ def _executing(ep: Endpoint, scenario: str, deadline_s: float, result: GiveUpRes
         result.client_ms = (victim.at - t0) * 1000
     finally:
         client.close()
+
+
+def _victim_went_first(result: GiveUpResult) -> bool:
+    """A (the busy request) answered so late that the victim B must have run before it: B reached the instance
+    first, so it never waited in the queue. A ahead of B ends about BUSY_MS after B was sent; behind a B that ran,
+    BUSY_MS + QUEUED_MS after (the threshold leaves half of QUEUED_MS for a loaded machine's delays)."""
+    if result.busy_end_s is None:
+        return False
+    return result.busy_end_s * 1000 > BUSY_MS + QUEUED_MS / 2
 
 
 def _override_config(ep: Endpoint) -> dict:
@@ -280,6 +291,10 @@ def give_up(scenario: str, deadline_s: float = GIVE_UP_AFTER_S) -> GiveUpResult:
         before = _quiet(ep)
         if SCENARIOS[scenario][1] == "queued":
             _queued(ep, scenario, deadline_s, result)
+            if _victim_went_first(result):  # on a loaded machine A can reach the server after B: once more
+                before = _quiet(ep, still_s=QUEUED_MS / 1000 + 0.2, at_least=before.executions + 1)
+                result = GiveUpResult(scenario, deadline_s)
+                _queued(ep, scenario, deadline_s, result)
         else:
             _executing(ep, scenario, deadline_s, result)
         # at least one execution (the busy request, or the one cancelled in execute) has ended, and none for
