@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from triton_kitchen.core import override
+from triton_kitchen.core.catalog import RUNNING_SUM_STEP
 from triton_kitchen.labs import experiments, scheduling, shapes, stateful
 from ui import batching_toy, errors, predict, server, tables
 from ui.i18n import t
@@ -697,9 +698,15 @@ def _through_ensemble(ep) -> None:
     if run.mistake == "no_end":
         closed = run.closed
         if closed is not None and closed.answer is not None:
-            st.info(
-                t("ch9.seqens_closed", total=f"{closed.answer.total:g}", count=closed.answer.count), icon="📂"
+            b = stateful.batcher(ep, RUNNING_SUM_STEP)
+            said = t(
+                "ch9.seqens_closed",
+                total=f"{closed.answer.total:g}",
+                count=closed.answer.count,
+                slots=b.slots,
+                idle=f"{b.idle_s:g}",
             )
+            st.info(said, icon="📂")
         else:
             st.warning(t("ch9.seqens_closed_failed"), icon="⚠️")
     else:

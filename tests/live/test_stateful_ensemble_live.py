@@ -72,4 +72,6 @@ def test_the_page_runs_the_ensemble_drill(embedded, lang):
         assert [e.value for e in at.error] == [t("ch9.seqens_said_zero_id")]
         assert "must specify a non-zero or non-empty correlation ID" in shown_text(at)
     else:
-        assert [e.value for e in at.info] == [t("ch9.seqens_closed", total="200", count=5)]
+        assert [e.value for e in at.info] == [
+            t("ch9.seqens_closed", total="200", count=5, slots=8, idle="30")
+        ]
