@@ -133,7 +133,7 @@ def main() -> int:
                 f"load {report['load_average'][0]:.1f} -> {report['load_average_end'][0]:.1f}, "
                 f"{report['elapsed_s']:.0f} s; unexplained <= 10 % in {goal['cells_unexplained_within']}/"
                 f"{goal['cells_measured']} cells; perf_analyzer within 10 % in {goal['perf_analyzer_within']}/"
-                f"{goal['perf_analyzer_checked']}"
+                f"{goal['perf_analyzer_checked']} (outside but noisy: {goal.get('perf_analyzer_noisy', 0)})"
             )
             for cell in report["cells"]:
                 share, diff = cell["unexplained_share"], cell["perf_analyzer_difference"]
@@ -142,6 +142,8 @@ def main() -> int:
                     f"{cell['e2e_ms'] or 0:8.1f} ms  {cell['throughput_rps'] or 0:6.1f} req/s  unexplained "
                     + (f"{100 * share:5.1f} %" if share is not None else "    —  ")
                     + ("" if diff is None else f"  perf_analyzer {100 * diff:+5.1f} %")
+                    + "".join(f" {100 * (e / p - 1):+.0f}" for e, p in cell.get("pa_rounds", []) if p)
+                    + ("  (slices spread > 10 %: noisy)" if cell.get("perf_analyzer_noisy") else "")
                     + f"  stats {cell['stats_check']}"
                 )
             if report.get("error"):

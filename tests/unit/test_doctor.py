@@ -124,6 +124,24 @@ def test_targets_count_cells_and_perf_analyzer():
     assert bad.pa_difference() == pytest.approx(0.025)
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_difference_whose_own_slices_spread_wider_than_the_tolerance_is_called_noisy(lang):
+    cell = _cell(e2e=20.0, compute=19.0)
+    cell.engine_rps, cell.perf_analyzer_rps = 12.0, 10.0  # +20 %
+    cell.pa_rounds = [[10.0, 10.0], [14.0, 10.0], [12.0, 10.5]]  # slices 0 %, +40 %, +14 %: half-range 20 %
+    assert cell.pa_round_differences() == pytest.approx([0.0, 0.4, 12 / 10.5 - 1])
+    assert cell.pa_noisy()
+    out = targets([cell])
+    assert (
+        out["perf_analyzer_within"] == 0 and out["perf_analyzer_noisy"] == 1 and not out["perf_analyzer_met"]
+    )
+    text = card({"url": "x:1", "cells": [cell.to_json()]}, lang)
+    assert t("doctor.pa_rounds", lang, low="+0", high="+40") in text and t("doctor.pa_noisy", lang) in text
+    cell.pa_rounds = [[12.0, 10.0], [12.5, 10.0], [11.8, 10.0]]  # steady slices: +20 % is a real difference
+    assert not cell.pa_noisy() and targets([cell])["perf_analyzer_noisy"] == 0
+    assert t("doctor.pa_noisy", lang) not in card({"url": "x:1", "cells": [cell.to_json()]}, lang)
+
+
 def test_trace_split_adds_up_to_the_clients_latency():
     ts = {
         "HTTP_RECV_START": 1_100_000,

@@ -507,3 +507,4 @@ def _cross_check(run: Run, cell: Cell, subject: Subject) -> None:
         return
     cell.perf_analyzer_rps = out["perf_analyzer_rps"]
     cell.engine_rps = out["engine_rps"]
+    cell.pa_rounds = [[r["engine_rps"], r["perf_analyzer_rps"]] for r in out["rounds"]]
