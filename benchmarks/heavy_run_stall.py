@@ -5,7 +5,8 @@ students run the protocol lab's load test, on one app process.
                                          [--lab-duration 5] [--repeats 1] [--json out.json]
 
 One Triton (the embedded server, started here, or ``--url``) and, per case, a fresh ``streamlit run app.py``
-(SQLite class database). In each case L lab students open the protocol lab's load tab, set its concurrency and
+(SQLite class database). Each case begins with one short load test (concurrency 1, 1 s: what a lab's first
+run pays once in the app's life is paid before any click is timed). Then L lab students open the protocol lab's load tab, set its concurrency and
 duration (the three default protocols) and press its run button again and again until the quiz students are
 done; a run the page refuses ("the lab is busy") is pressed again a second later. Once the lab students have
 sent their first click, N quiz students do what ``benchmarks/class_load.py --lockstep`` does (its functions,
@@ -73,8 +74,11 @@ def spread(values: list[float], digits: int = 3) -> dict | None:
     }
 
 
-async def lab_student(j: int, base: str, c: int, d: int, done: asyncio.Event, out: dict) -> None:
-    """Press the load test's run button until ``done``; counts finished, refused and queued runs."""
+async def lab_student(
+    j: int, base: str, c: int, d: int, done: asyncio.Event, out: dict, runs: int | None = None
+) -> None:
+    """Press the load test's run button until ``done`` (or ``runs`` runs); counts finished, refused and queued
+    runs."""
     name = f"lab{j:02d}"
     me = out[name] = {"runs": 0, "busy": 0, "queued": 0, "run_s": [], "page_errors": [], "not_drawn": []}
     busy = _prefix("lab.busy", used=0, total=0, runs=0)
@@ -89,7 +93,7 @@ async def lab_student(j: int, base: str, c: int, d: int, done: asyncio.Event, ou
         if not s.drawn(LOAD_RUN):
             me["not_drawn"].append(LOAD_RUN)
             return
-        while not done.is_set():
+        while not done.is_set() and (runs is None or me["runs"] < runs):
             seconds = await s.run(click=LOAD_RUN)
             texts = " ".join(s.texts)
             if busy in texts:
@@ -102,10 +106,17 @@ async def lab_student(j: int, base: str, c: int, d: int, done: asyncio.Event, ou
         me["page_errors"] = s.errors
 
 
+async def warm_up(base: str) -> None:
+    """One short load test (concurrency 1, 1 s) before the case: what a lab's first run pays once in an app's
+    life (imports, the worker processes' fork server) is paid before the clicks are timed."""
+    await lab_student(99, base, 1, 1, asyncio.Event(), {}, runs=1)
+
+
 async def case(base: str, students: int, labs: int, c: int, d: int, questions) -> dict:
     out: dict = {}
     labs_out: dict = {}
     done = asyncio.Event()
+    await warm_up(base)
     lab_tasks = [asyncio.create_task(lab_student(j, base, c, d, done, labs_out)) for j in range(labs)]
     if labs:
         await asyncio.sleep(LAB_START_S)

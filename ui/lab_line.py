@@ -14,13 +14,17 @@ from typing import Any
 
 import streamlit as st
 
+from triton_kitchen.tools import worker_process
 from triton_kitchen.tools.run_line import LAB_LINE, Place
 from triton_kitchen.tools.worker_process import run_in_worker
 from ui.i18n import t
 
 
 def line_note(workers: int) -> None:
-    """Says how many runs of ``workers`` workers go at once on this machine, and that the others wait in line."""
+    """Says how many runs of ``workers`` workers go at once on this machine, and that the others wait in line.
+    The lab pages draw it: the worker processes' fork server starts (in the background) as a lab page is first
+    opened, not on the first run."""
+    worker_process.warm_up()
     budget = LAB_LINE.budget
     st.caption(
         t(

@@ -114,3 +114,11 @@ def test_what_cannot_come_back_and_a_dead_worker_say_so():
     with pytest.raises(WorkerError) as info:
         run_in_worker(die)
     assert info.value.code == "worker_died" and "3" in info.value.detail
+
+
+def test_warm_up_starts_the_fork_server_once_and_runs_still_work():
+    from triton_kitchen.tools import worker_process
+
+    worker_process.warm_up()
+    worker_process.warm_up()  # once per process
+    assert run_in_worker(count, 2, pause_s=0) == ("done", 2)

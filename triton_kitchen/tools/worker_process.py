@@ -40,6 +40,7 @@ POLL_S = 0.1
 
 _context_lock = threading.Lock()
 _context: Any = None
+_warming: threading.Thread | None = None
 
 
 class WorkerError(KitchenError):
@@ -61,6 +62,24 @@ def context():
                 ctx = multiprocessing.get_context("spawn")
             _context = ctx
         return _context
+
+
+def warm_up() -> None:
+    """Start the fork server now, in the background (once per process): its start (an interpreter importing the
+    load engine, seconds of CPU) then does not fall on the first run, nor on the clicks made meanwhile."""
+    global _warming
+    with _context_lock:
+        if _warming is not None:
+            return
+        _warming = threading.Thread(target=_start_fork_server, name="lab-worker-warm-up", daemon=True)
+    _warming.start()
+
+
+def _start_fork_server() -> None:
+    if context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _unpack(packed: tuple) -> BaseException:
