@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from triton_kitchen.core import lessons
-from ui import boxes, classroom, errors, handouts, i18n, request_map
+from ui import boxes, classroom, code_block, errors, handouts, i18n, request_map
 from ui.i18n import t
 
 LiveElements = dict[str, Callable[[], None]]
@@ -49,7 +49,7 @@ def render_lesson(
             live.pop(key, None)
             continue
         with box:
-            st.markdown(body)
+            code_block.markdown(body)  # its code blocks without the highlighter's 1.5 MB
             if key in live:
                 _run_live(chapter, key, live.pop(key))
     for key, fn in live.items():  # sections this language's text does not have: still show the element

@@ -9,7 +9,7 @@ from triton_kitchen.core.classify import ClassifyError, client_code
 from triton_kitchen.core.config import ModelEntry
 from triton_kitchen.labs import experiments
 from triton_kitchen.tools import repository
-from ui import batching_toy, boxes, errors, i18n, predict, server
+from ui import batching_toy, boxes, code_block, errors, i18n, predict, server
 from ui.i18n import t
 from ui.image_picker import pick_image, show_classification
 from ui.lesson import page_link, render_lesson
@@ -109,7 +109,9 @@ def order_a_meal() -> None:
     with right:
         if ep is not None:
             st.caption(t("ch1.client_code"))
-            st.code(client_code(ep, protocol, catalog.IMAGE_CLASSIFIER), language="python", wrap_lines=True)
+            code_block.code(
+                client_code(ep, protocol, catalog.IMAGE_CLASSIFIER), language="python", wrap_lines=True
+            )
         if clicked:
             predict.lock("ch1_count")
             try:

@@ -19,6 +19,7 @@ from conftest import switch_page
 from streamlit.testing.v1 import AppTest
 
 from triton_kitchen.core import catalog, lessons
+from ui import code_block
 from ui import lesson as ui_lesson
 
 APP = str(ROOT / "app.py")
@@ -135,6 +136,8 @@ def test_a_language_switch_keeps_what_the_reader_opened_and_chose(remote):
     expander's label is part of its identity, so a new label would draw a new, closed box (``ui.boxes``). What
     they chose (a sample photo, chapter 7's mistake) stays chosen, shown in the new language."""
     body = lambda lang: lessons.split_heading(lessons.load_lesson(1, lang).sections["repository"].strip())[1]  # noqa: E731
+    # the section's prose (its code block is drawn apart: ui.code_block)
+    body = lambda lang, whole=body: code_block.split(whole(lang))[0][0]  # noqa: E731
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     switch_page(at, CHAPTER_PAGES[0], open_boxes=False).run()
     assert body("zh") not in [m.value for m in at.main.markdown] and not at.sidebar.dataframe
@@ -256,15 +259,16 @@ def test_lesson_sections_drawn_when_opened(remote, lang):
     assert [e.label for e in at.main.expander] == labels
     assert not at.get("download_button")  # the handouts' box is closed too
     shown = [m.value for m in at.main.markdown]
-    assert first[1] in shown and not any(body in shown for _, body in rest)
+    prose = lambda body: [text for text, lang in code_block.split(body) if lang is None]  # noqa: E731
+    assert all(p in shown for p in prose(first[1])) and not any(p in shown for _, b in rest for p in prose(b))
     quiz_radios = lambda: [r for r in at.main.radio if (r.key or "").startswith("tk_quiz")]  # noqa: E731
     # the quiz is closed; the editor is in the closed 2nd section
     assert not quiz_radios() and not at.text_area
     at.session_state[ui_lesson.section_key(2, "config")] = True  # what a click on its heading does
     at.run()
-    assert rest[0][1] in [m.value for m in at.main.markdown] and at.text_area(key="ch2_text")
+    assert prose(rest[0][1])[0] in [m.value for m in at.main.markdown] and at.text_area(key="ch2_text")
     switch_page(at, CHAPTER_PAGES[0], open_boxes=False).run()
-    assert rest[0][1] not in [m.value for m in at.main.markdown]
+    assert prose(rest[0][1])[0] not in [m.value for m in at.main.markdown]
     switch_page(at, CHAPTER_PAGES[1], open_boxes=False).run()
     assert not at.exception and at.text_area(key="ch2_text"), "the opened section closed on the way back"
     assert not quiz_radios()
