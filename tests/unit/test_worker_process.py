@@ -32,6 +32,15 @@ def big_result_after_stop(*, report, stop):
     return b"x" * 4_000_000
 
 
+def niceness(*, report, stop) -> tuple[int, int]:
+    """The worker's scheduling niceness, and that of a thread it starts (a load run's client threads)."""
+    seen = []
+    th = threading.Thread(target=lambda: seen.append(os.nice(0)))
+    th.start()
+    th.join()
+    return os.nice(0), seen[0]
+
+
 def refuse(*, report, stop):
     raise LoadSpecError("concurrency must be 1..16", "concurrency")
 
@@ -122,3 +131,11 @@ def test_warm_up_starts_the_fork_server_once_and_runs_still_work():
     worker_process.warm_up()
     worker_process.warm_up()  # once per process
     assert run_in_worker(count, 2, pause_s=0) == ("done", 2)
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="no scheduling niceness here")
+def test_a_worker_and_its_threads_run_at_a_lower_priority_than_the_app():
+    from triton_kitchen.tools.worker_process import NICE
+
+    mine = os.nice(0)
+    assert run_in_worker(niceness) == (min(19, mine + NICE), min(19, mine + NICE))

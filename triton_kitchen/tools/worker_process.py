@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import pickle
 import threading
 import time
@@ -37,6 +38,10 @@ from triton_kitchen.core.errors import KitchenError
 PRELOAD = ["__main__", "triton_kitchen.tools.bench"]
 GRACE_S = 30.0  # a stopped worker's time to end cleanly (a batching run reloads the model's config)
 POLL_S = 0.1
+# A worker runs at a lower scheduling priority than the app: on a busy machine the cores go to the students'
+# clicks first. Out of the app's interpreter, nothing else holds a lab's client threads back (inside it, the
+# interpreter's lock did, and held the clicks back with them).
+NICE = 10
 
 _context_lock = threading.Lock()
 _context: Any = None
@@ -117,6 +122,8 @@ def _dumps(obj) -> bytes:
 def _child(target, args, kwargs, conn, stop) -> None:
     """The worker: run ``target`` and send back what it reports, then its result or its exception."""
     lock = threading.Lock()
+    if hasattr(os, "nice"):
+        os.nice(NICE)
 
     def send(message) -> None:
         payload = _dumps(message)
