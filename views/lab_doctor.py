@@ -73,7 +73,8 @@ if go_run:
 
         def progress(key: str, params: dict) -> None:  # a Streamlit call: where a Stop ends the run
             elapsed = time.monotonic() - t0
-            box.update(label=f"{t('lab_doctor.running', url=http)} · {t(f'doctor.{key}', **params)}")
+            label = f"{t('lab_doctor.running', url=http)} · {t(f'doctor.{key}', **params)}"
+            box.update(label=label, expanded=True)  # (an update without expanded folds the box)
             bar.progress(
                 min(1.0, elapsed / budget),
                 text=t("lab_doctor.elapsed", elapsed=f"{elapsed:.0f}", budget=f"{budget:.0f}"),
