@@ -77,3 +77,25 @@ def test_wait_for_stop_ends_the_block_with_the_server_gone():
         raise AssertionError("the stopped server still answered")
     except kserve.KServeError as exc:
         assert exc.code == "connection", exc.detail
+
+
+def test_a_drill_whose_server_dies_says_so_with_the_servers_log():
+    """A connection refused in the middle of a drill is explained: the exception carries a note that the drill's
+    own server stopped, with the end of its log (which stop() then removes)."""
+    import signal
+    import subprocess
+
+    try:
+        with own_server([SLOW_DRILL]) as srv:
+            ep = srv.endpoint
+            triton = subprocess.run(
+                ["pgrep", "-P", str(srv.pid)], capture_output=True, text=True
+            ).stdout.split()
+            os.kill(int(triton[0]), signal.SIGKILL)
+            time.sleep(0.3)
+            kserve.load_model(ep, SLOW_DRILL, headers=ep.headers)
+        raise AssertionError("a dead server answered")
+    except kserve.KServeError as exc:
+        assert exc.code == "connection", exc.detail
+        notes = "\n".join(getattr(exc, "__notes__", []))
+        assert "stopped during the drill" in notes and "log tail" in notes, notes

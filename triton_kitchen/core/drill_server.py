@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +28,8 @@ import tritonclient.grpc as grpcclient
 
 from triton_kitchen.core.catalog import DRILL_REPOSITORY
 from triton_kitchen.core.server import EmbeddedServer
+
+log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60.0
 STOP_WAIT_S = 30.0  # at the process's exit: how long the stops still under way are waited for
@@ -84,14 +88,33 @@ def own_server(
     )
     try:
         srv.start(timeout=START_TIMEOUT_S)
-        yield srv
+        try:
+            yield srv
+        except Exception as exc:
+            # the drill failed because its server is gone: say so, and why (stop() removes the log)
+            if _died(srv):
+                note = f"the drill's own tritonserver stopped during the drill; its log:\n{_last_words(srv)}"
+                exc.add_note(note)
+                log.warning("%s (%s)", note, exc)
+            raise
     finally:
-        if (
-            wait_for_stop or not srv.running
-        ):  # a server that never started or already died: nothing to wait for
+        if wait_for_stop or not srv.running:  # never started or already died: nothing to wait for
             srv.stop()
         else:
             stop_in_background(srv)
+
+
+def _died(srv: EmbeddedServer, wait_s: float = 1.0) -> bool:
+    """Whether the server died; its supervisor exits a moment after tritonserver, so wait up to ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while srv.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return srv.died
+
+
+def _last_words(srv: EmbeddedServer) -> str:
+    """The end of a stopped server's log: its error lines and its last lines (a signal or an abort shows there)."""
+    return f"{srv.log_errors(5)}\n--- log tail ---\n{srv.log_tail(12)}"
 
 
 def slow_inputs(ms: int, poll: bool = False, module=grpcclient) -> list:
