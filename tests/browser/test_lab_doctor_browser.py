@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import shoot, wait_for_app_run
+from _rendered_cjk import RENDERED_TEXT_JS, cjk_rendering_defects
+from _screen_checks import BROWSER_READ, problems_on_screen
+from conftest import open_in_browser, shoot, wait_for_app_run
 from playwright.sync_api import expect
 
 from triton_kitchen.core.lessons import t
@@ -44,5 +46,22 @@ def test_stop_ends_an_examination_and_the_next_one_reports(app_url, browser):
         expect(page.get_by_role("button", name=t("lab_doctor.download", "en"))).to_be_visible()
         assert page.get_by_text(t("lab_doctor.stopped", "en")).count() == 0
         assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
+
+
+def test_the_report_in_chinese_as_chromium_lays_it_out(app_url, browser):
+    """The page in Chinese before and after an examination: nothing wrong on screen, Chinese rendered right (the
+    card, the chart's words, the status)."""
+    page = open_in_browser(browser, f"{app_url}/lab-doctor?lang=zh", viewport=(1400, 900))
+    try:
+        found = problems_on_screen(page.evaluate(BROWSER_READ), "zh")
+        page.get_by_role("button", name=t("lab_doctor.run", "zh")).click()
+        expect(page.get_by_role("heading", name=t("lab_doctor.card", "zh"))).to_be_visible(timeout=150_000)
+        wait_for_app_run(page)
+        found += problems_on_screen(page.evaluate(BROWSER_READ), "zh")
+        found += cjk_rendering_defects(page.evaluate(RENDERED_TEXT_JS))
+        shoot(page, "lab_doctor_report_zh")
+        assert not found, found
     finally:
         page.close()
