@@ -123,7 +123,10 @@ class Run:
             self.progress(*self.step)
 
     def bench(self, spec: LoadSpec):
-        return run_bench(self.endpoint, spec, progress=self.beat)
+        """One load, its progress heard twice a second (only when someone listens: the load shares this process)."""
+        return run_bench(
+            self.endpoint, spec, progress=self.beat if self.progress else None, progress_every_s=0.5
+        )
 
 
 def run_doctor(
@@ -500,7 +503,8 @@ def _cross_check(run: Run, cell: Cell, subject: Subject) -> None:
     run.say("step_perf_analyzer", protocol=cell.protocol, concurrency=cell.concurrency)
     spec = LoadSpec(subject.model, cell.protocol, cell.concurrency, seconds, timeout_s=run.plan.timeout_s)
     try:
-        out = cross_check(run.endpoint, spec, rounds=rounds, tolerance=PA_TOLERANCE, progress=run.beat)
+        out = cross_check(run.endpoint, spec, rounds=rounds, tolerance=PA_TOLERANCE,
+                          progress=run.beat if run.progress else None)  # fmt: skip
     except PerfAnalyzerError as exc:
         cell.notes.append(f"perf_analyzer: {str(exc)[:200]}")
         run.note("perf_analyzer_failed", protocol=cell.protocol, error=str(exc)[:200])
