@@ -29,13 +29,15 @@ import pickle
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import spawn
 from typing import Any
 
 from triton_kitchen.core.errors import KitchenError
 
-# what every worker imports before it is forked: the load engine, tritonclient, numpy ("__main__" makes the
-# fork server start with the app's sys.path, so the package imports wherever the app was started from)
-PRELOAD = ["__main__", "triton_kitchen.tools.bench"]
+# what every worker imports before it is forked: the load engine, tritonclient, numpy. Never "__main__": in a
+# Streamlit app that is the page's script, which would run in the fork server (and, left to multiprocessing, in
+# every worker: :func:`_preparation_without_main`)
+PRELOAD = ["triton_kitchen.tools.bench"]
 GRACE_S = 30.0  # a stopped worker's time to end cleanly (a batching run reloads the model's config)
 POLL_S = 0.1
 # A worker runs at a lower scheduling priority than the app: on a busy machine the cores go to the students'
@@ -55,11 +57,28 @@ class WorkerError(KitchenError):
     default_code = "worker_failed"
 
 
+_launching = threading.local()  # set while this thread starts a worker
+_preparation = spawn.get_preparation_data
+
+
+def _preparation_without_main(name):
+    """What a new process is told to prepare, without the main module when it is one of our workers. A new
+    process (spawned, or forked from the fork server) otherwise runs the parent's ``__main__`` first, as
+    ``__mp_main__``; in a Streamlit app ``__main__`` is the page's script: every worker ran the whole app, seconds
+    of CPU taken from the class's clicks. Our workers' targets live in modules, and they need no main."""
+    data = _preparation(name)
+    if getattr(_launching, "on", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
 def context():
     """The multiprocessing context workers start from: ``forkserver`` where there is one, else ``spawn``."""
     global _context
     with _context_lock:
         if _context is None:
+            spawn.get_preparation_data = _preparation_without_main  # only our own starts leave main out
             if "forkserver" in multiprocessing.get_all_start_methods():
                 ctx = multiprocessing.get_context("forkserver")
                 ctx.set_forkserver_preload(PRELOAD)
@@ -159,7 +178,11 @@ def run_in_worker(
     receive, send = ctx.Pipe(duplex=False)
     halt = ctx.Event()
     proc = ctx.Process(target=_child, args=(target, args, kwargs, send, halt), daemon=True, name="lab-worker")
-    proc.start()
+    _launching.on = True
+    try:
+        proc.start()
+    finally:
+        _launching.on = False
     send.close()  # ours is closed: the worker's end closing is what ends the pipe
     try:
         while True:
