@@ -139,3 +139,24 @@ def test_a_worker_and_its_threads_run_at_a_lower_priority_than_the_app():
 
     mine = os.nice(0)
     assert run_in_worker(niceness) == (min(19, mine + NICE), min(19, mine + NICE))
+
+
+def test_a_worker_is_not_told_to_run_the_apps_main_module(monkeypatch):
+    """Inside a Streamlit app ``__main__`` is the page's script: a worker must not run it first."""
+    import sys
+    import types
+
+    from triton_kitchen.tools import worker_process
+
+    page = types.ModuleType("__main__")
+    page.__file__ = "/somewhere/app.py"
+    page.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    assert worker_process._preparation_without_main("x")["init_main_from_path"].endswith("app.py")
+    worker_process._launching.on = True
+    try:
+        data = worker_process._preparation_without_main("x")
+    finally:
+        worker_process._launching.on = False
+    assert "init_main_from_path" not in data and "init_main_from_name" not in data
+    assert data["sys_path"] == sys.path  # the worker still imports what the app imports
