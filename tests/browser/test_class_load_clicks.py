@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from triton_kitchen.core import lessons
 
@@ -22,13 +23,8 @@ import class_load  # noqa: E402
 
 
 def _reruns(frames: list) -> list:
-    out = []
-    for payload in frames:
-        if isinstance(payload, (bytes, bytearray)):
-            msg = BackMsg.FromString(bytes(payload))
-            if msg.WhichOneof("type") == "rerun_script" and not msg.rerun_script.is_auto_rerun:
-                out.append(msg.rerun_script)
-    return out
+    """The reruns Chromium sent (not the fragment timers' automatic ones), in order."""
+    return [msg for way, msg in frames if way == "sent" and not msg.is_auto_rerun]
 
 
 def _key(widget_id: str) -> str:
@@ -44,41 +40,92 @@ def _states(rerun) -> dict:
     }
 
 
-def _wait_for(frames: list, done, timeout_s: float = 30):
+def _record(page) -> list:
+    """Both directions of the page's websocket, in the order Chromium saw them: ("sent", a rerun_script) and
+    ("got", a ForwardMsg that starts or ends a script run)."""
+    frames: list = []
+
+    def sent(payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            msg = BackMsg.FromString(bytes(payload))
+            if msg.WhichOneof("type") == "rerun_script":
+                frames.append(("sent", msg.rerun_script))
+
+    def got(payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            msg = ForwardMsg.FromString(bytes(payload))
+            if msg.WhichOneof("type") in ("new_session", "script_finished"):
+                frames.append(("got", msg))
+
+    page.on("websocket", lambda ws: (ws.on("framesent", sent), ws.on("framereceived", got)))
+    return frames
+
+
+def _answered(frames: list, after: int, fragment_id: str) -> bool:
+    """Whether, after frame ``after``, the app began a run of ``fragment_id`` (or of the whole page, which runs
+    every fragment) and that run ended. Any end counts: a fragment run whose end message was still queued when
+    the next run began (the sidebar's timer, every 1.5 s with a remote server) arrives as FINISHED_EARLY_FOR_RERUN
+    (Streamlit's ``forward_msg_queue._update_script_finished_message``), its elements already sent."""
+    started = False
+    for way, msg in frames[after + 1 :]:
+        if way != "got":
+            continue
+        if msg.WhichOneof("type") == "new_session":
+            ran = list(msg.new_session.fragment_ids_this_run)
+            started = started or not ran or fragment_id in ran
+        elif started:
+            return True
+    return False
+
+
+def _click(page, frames: list, target, done, timeout_s: float = 30):
+    """Click ``target`` once and wait until Chromium has sent a rerun that ``done`` accepts and the app has
+    run it; returns that rerun. A lost click fails here: it is never clicked again.
+
+    The wait is Playwright's own (``page.wait_for_timeout``): its sync API hands a page's events to Python
+    only inside a Playwright call, so a ``time.sleep`` loop never sees a frame that arrives while it sleeps
+    (this test once waited so: the frames of a click Chromium had sent and the app had answered at once
+    reached Python 30 s later, at the failure's screenshot)."""
+    start = len(frames)
+    target.click()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        hit = [r for r in _reruns(frames) if done(r)]
-        if hit:
-            return hit[-1]
-        time.sleep(0.2)
-    raise AssertionError(f"Chromium sent no such rerun: {[_states(r) for r in _reruns(frames)]}")
+        for n in range(start, len(frames)):
+            way, msg = frames[n]
+            if (
+                way == "sent"
+                and not msg.is_auto_rerun
+                and done(msg)
+                and _answered(frames, n, msg.fragment_id)
+            ):
+                return msg
+        page.wait_for_timeout(100)
+    raise AssertionError(
+        f"no rerun sent and answered for this click: {[(w, _brief(m)) for w, m in frames[start:]]}"
+    )
 
 
-def _click_until(frames: list, target, done, tries: int = 3, each_s: float = 10):
-    """Click ``target`` until Chromium sends a rerun that ``done`` accepts: a click that lands while the page is
-    still redrawing from the previous rerun can be dropped by the browser (seen on a busy 3-worker CI run)."""
-    for attempt in range(tries):
-        target.click()
-        try:
-            return _wait_for(frames, done, timeout_s=each_s if attempt < tries - 1 else 30)
-        except AssertionError:
-            if attempt == tries - 1:
-                raise
-    raise AssertionError("unreachable")
+def _brief(msg) -> str:
+    if isinstance(msg, ForwardMsg):
+        if msg.WhichOneof("type") == "new_session":
+            return f"run of {list(msg.new_session.fragment_ids_this_run) or 'the page'}"
+        return ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
+    return f"rerun of {msg.fragment_id or 'the page'} with {sorted(_states(msg))}"
 
 
 def _chromium(browser, url: str, query: str, question: lessons.Question) -> dict:
     radio, check = class_load.quiz_keys(1, question)
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
-    frames: list = []
-    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: frames.append(payload)))
+    frames = _record(page)
     page.goto(f"{url}/ch1?{query}")
-    page.wait_for_selector("h1", timeout=60_000)
+    page.wait_for_selector(
+        "h1", timeout=60_000
+    )  # the page's first run may still be going: clicked as a learner would
     predict = page.locator('[data-testid="stRadio"]').filter(has_text="🔮").first
     # the first choice (label 0 is the radio's own)
     seen = {
-        "predict": _click_until(
-            frames, predict.locator("label").nth(1), lambda r: class_load.PREDICT in _states(r)
+        "predict": _click(
+            page, frames, predict.locator("label").nth(1), lambda r: class_load.PREDICT in _states(r)
         )
     }
     label = lessons.t("quiz.box", "en", total=len(lessons.load_quiz(1, "en")))
@@ -86,15 +133,16 @@ def _chromium(browser, url: str, query: str, question: lessons.Question) -> dict
     box = page.locator('[data-testid="stExpander"]').filter(has_text=label)
     box.locator('[data-testid="stRadio"]').first.wait_for(timeout=30_000)  # drawn once the box is open
     choice = box.locator('[data-testid="stRadio"]').first.locator("label").nth(1)
-    seen["choice"] = _click_until(frames, choice, lambda r: radio in _states(r) and check not in _states(r))
+    seen["choice"] = _click(page, frames, choice, lambda r: radio in _states(r) and check not in _states(r))
     button = box.locator('[data-testid="stButton"]').filter(has_text=lessons.t("quiz.check", "en")).first
-    button.locator("button:not([disabled])").wait_for(
-        timeout=30_000
-    )  # enabled once the choice's rerun is back
-    enabled = button.locator("button:not([disabled])").first  # the fragment's redraw can briefly hold two
-    seen["check"] = _click_until(
-        frames, enabled, lambda r: _states(r).get(check, ("", ""))[1] == "trigger_value"
+    enabled = button.locator("button:not([disabled])")
+    enabled.wait_for(timeout=30_000)  # enabled once the choice's rerun is back
+    seen["check"] = _click(
+        page, frames, enabled.first, lambda r: _states(r).get(check, ("", ""))[1] == "trigger_value"
     )
+    # the answer counted: the question is locked (its Check disabled) and its verdict is shown
+    box.locator('[data-testid="stAlert"]').first.wait_for(timeout=30_000)
+    button.locator("button[disabled]").first.wait_for(timeout=10_000)
     page.close()
     return seen
 
@@ -135,12 +183,6 @@ def lessons_quiz_key() -> str:
 
 
 @pytest.mark.browser
-@pytest.mark.xfail(
-    strict=False,
-    reason="flaky, cause not found: in about half the runs on this machine (3 of 6 here, once in CI), after the "
-    "answer is chosen the quiz's question fragment stays greyed (stale) for 30 s+ and Chromium never sends the "
-    "Check click; a learner's click may be lost the same way. Passes in the other runs; kept running so it shows.",
-)
 def test_the_benchmark_sends_what_chromium_sends(browser, app_url):
     question = lessons.load_quiz(1, "en")[0]
     chromium = _chromium(browser, app_url, "lang=en&student=cr1&class=cmp", question)
