@@ -5,6 +5,7 @@ throughput against perf_analyzer, with the load average before and after each ru
     TRITON_KITCHEN_KEY=... python benchmarks/doctor_targets.py --url 127.0.0.1:18700 --grpc-url 127.0.0.1:18701
     python benchmarks/doctor_targets.py --runs 2 --out benchmarks/out/doctor.json
     python benchmarks/doctor_targets.py --paired --window 2 10 --pairs 6   # the throughput check alone, paired
+    python benchmarks/doctor_targets.py --bytes                            # what each tool sends
 
 Targets: "unexplained" at most 10 % of the client's end-to-end time in at least 95 % of the cells; throughput within
 10 % of perf_analyzer. Without the server's trace API (a ``serve`` whose key is not given) the wire comes from a
@@ -17,6 +18,10 @@ seconds (three windows of a third), same model, protocol, concurrency and input;
 so a drift of the machine's load falls on both alike). Per pair the ratio doctor/perf_analyzer and the 1-minute
 load average; per (protocol, concurrency, window) the median ratio and its spread (min..max). ``--control also`` adds
 perf_analyzer-against-perf_analyzer pairs (``only``: just those): the spread two identical runs show on this machine at this load.
+
+``--bytes``: what each tool sends, through a counting proxy (``protocols.wire.CountingProxy``): bytes per request
+each way and connections opened, the requests counted by the server's own statistics, for the doctor's engine and
+perf_analyzer at the same protocol and concurrency (a few seconds each).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import json
 import os
 import statistics
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -84,6 +91,53 @@ def paired(endpoint, model: str, protocol: str, concurrency: int, window_s: floa
             "within_10": sum(1 for x in ratios if abs(x - 1) <= 0.10)}  # fmt: skip
 
 
+def main_bytes(args, endpoint) -> list[dict]:
+    """Bytes per request and connections of each tool; see the module's doc."""
+    from triton_kitchen.core import kserve
+    from triton_kitchen.core.endpoint import Endpoint
+    from triton_kitchen.tools.protocols.wire import CountingProxy
+
+    model = args.model or catalog.CLASSIFIER
+
+    def count() -> int:
+        stats = kserve.statistics(endpoint, model, timeout=10)
+        return sum(
+            int(m["inference_stats"]["success"]["count"]) for m in stats["model_stats"] if m["name"] == model
+        )
+
+    out = []
+    for protocol in args.protocols:
+        info, inputs = sample_inputs(endpoint, model, protocol)
+        spec = LoadSpec(model, protocol, 1, 3.0, inputs=inputs, output_names=[o.name for o in info.outputs],
+                        warmup_s=0.3, server_side=False)  # fmt: skip
+        for c in args.concurrency:
+            for who in ("doctor", "perf_analyzer"):
+                proxy = CountingProxy(endpoint.grpc_url if protocol == "grpc" else endpoint.http_url).start()
+                through = Endpoint(http_url=endpoint.http_url if protocol == "grpc" else proxy.address,
+                                   grpc_url=proxy.address if protocol == "grpc" else endpoint.grpc_url,
+                                   embedded=False, headers=dict(endpoint.headers))  # fmt: skip
+                before = count()
+                try:
+                    if who == "doctor":
+                        run_bench(through, replace(spec, concurrency=c))
+                    else:
+                        run_perf_analyzer(
+                            through, model, protocol, c, inputs, info.max_batch_size, window_ms=1000
+                        )
+                    time.sleep(1.0)  # Triton counts a request just after its answer
+                    n = max(1, count() - before)
+                    sent, received = proxy.snapshot()
+                    row = {"protocol": protocol, "concurrency": c, "tool": who, "requests": n,
+                           "out_per_request": sent / n, "back_per_request": received / n,
+                           "connections": proxy.connections, "load": os.getloadavg()[0]}  # fmt: skip
+                finally:
+                    proxy.stop()
+                out.append(row)
+                print(f"{protocol:12} x{c} {who:14} {n:5d} requests; bytes per request out {sent / n:9.0f}, back "
+                      f"{received / n:7.0f}; {proxy.connections} connections; load {row['load']:.1f}", flush=True)  # fmt: skip
+    return out
+
+
 def main_paired(args, endpoint) -> list[dict]:
     out = []
     for window in args.window:
@@ -108,6 +162,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None, help="write every run's JSON report here")
     ap.add_argument("--paired", action="store_true", help="only the throughput comparison, in pairs")
+    ap.add_argument("--bytes", action="store_true", help="only what each tool sends: bytes and connections")
     ap.add_argument("--window", type=float, nargs="+", default=[2.0, 10.0], help="--paired: seconds per side")
     ap.add_argument("--pairs", type=int, default=6)
     ap.add_argument("--protocols", nargs="+", default=["http-binary", "grpc"])
@@ -122,9 +177,11 @@ def main() -> int:
             "TRITON_KITCHEN_KEY"
         ):  # the embedded server: its trace API opens to its key
             os.environ["TRITON_KITCHEN_KEY"] = key
-        if args.paired:
+        if args.bytes:
+            reports = main_bytes(args, endpoint)
+        elif args.paired:
             reports = main_paired(args, endpoint)
-        for i in range(0 if args.paired else args.runs):
+        for i in range(0 if args.paired or args.bytes else args.runs):
             report = run_doctor(endpoint.http_url, endpoint.grpc_url, model=args.model)
             reports.append(report)
             goal = report["targets"]
