@@ -110,3 +110,54 @@ def test_a_run_that_does_not_fit_waits_in_line_with_its_place_shown(server):
     assert done["en"] in texts["a"] and done["zh"] in texts["b"] and done["en"] in texts["c"]  # each one ran
     busy = lessons.t("lab.busy", "en", used=4, total=4, runs=1).split(":")[0]
     assert not any(t.startswith(busy) for ts in texts.values() for t in ts)
+
+
+def _workers_of(app_pid: int) -> list[int]:
+    """The app's lab worker processes: the children of its fork server (Linux /proc)."""
+    procs = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd = (p / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            procs[int(p.name)] = (ppid, cmd)
+    servers = [pid for pid, (ppid, cmd) in procs.items() if ppid == app_pid and b"forkserver" in cmd]
+    return [pid for pid, (ppid, _) in procs.items() if ppid in servers]
+
+
+async def _stop_a_run(base: str, app_pid: int) -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from class_load import Session
+
+    async with Session(base, "lab-protocols", "lang=en") as s:
+        await s.run()
+        await s.run({"proto_tabs": {"string_value": lessons.t("lab_protocols.tab_load", "en")}})
+        await s.run(
+            {"proto_load_c": {"double_array_value": [2]}, "proto_load_d": {"double_array_value": [30]}}
+        )
+        await s.send(s.prepare(click="proto_load_run"))
+        deadline = time.monotonic() + 60
+        while not _workers_of(app_pid):  # the run is in its worker
+            assert time.monotonic() < deadline, "no worker started"
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2.0)
+        running = _workers_of(app_pid)
+        await s.send(s.prepare(click="proto_stop"))  # outside the tabs' fragment: a rerun of the whole page
+        t0 = time.perf_counter()
+        for _ in range(3):  # the stopped run's end, then the page's rerun
+            await s.wait(60)
+            if s.last["status"] == "FINISHED_SUCCESSFULLY" and s.whole_page_ran():
+                break
+        took = time.perf_counter() - t0
+        return {"running": running, "took": took, "left": _workers_of(app_pid), "errors": s.errors}
+
+
+def test_stop_on_the_page_ends_the_run_and_its_worker(server):
+    env = {**remote_env(server), "TRITON_KITCHEN_DATABASE_URL": None}
+    with streamlit_app(env, log_name="streamlit-lab-stop.log") as (base, proc):
+        out = asyncio.run(_stop_a_run(base, proc.pid))
+    assert out["running"] and not out["errors"], out
+    assert out["took"] < 15, out  # 3 x 30 s asked
+    assert out["left"] == [], out  # no worker left behind
