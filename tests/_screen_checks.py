@@ -126,7 +126,7 @@ BROWSER_READ = """() => {
   const roots = [...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar]')];
   // code, the language switch (both languages by design), and Streamlit's own widget internals, whose
   // words ("Upload", "Browse files") the app cannot set
-  const skip = 'pre, code, textarea, script, style, [data-testid=stIconMaterial], .st-key-tk_lang_switch, '
+  const skip = 'pre, code, .tk-code, textarea, script, style, [data-testid=stIconMaterial], .st-key-tk_lang_switch, '
     + '[data-testid=stFileUploaderDropzone], [data-testid=stCameraInput] button, [data-testid=stCameraInputWebcamComponent]';
   const texts = [];
   for (const root of roots) {
@@ -211,7 +211,8 @@ _SHOWN_FIELDS = frozenset(
 _JSON_FIELDS = frozenset({"spec", "columns"})  # plotly's and vega's specs, a table's column settings: JSON
 _NOT_READ = frozenset({"code", "json"})  # code, as in the browser (pre, code): skipped
 _BOTH_LANGUAGES = ("tk_lang_switch", "tk_present_lang")  # the language switches: 中文 | English, by design
-_CODE_SPANS = re.compile(r"```.*?```|`[^`\n]*`", re.S)  # code inside Markdown, which the browser skips too
+# code inside Markdown, which the browser skips too: fenced and inline code, and ui/code_block.py's blocks
+_CODE_SPANS = re.compile(r"```.*?```|`[^`\n]*`|<div class=\"tk-code\"[^>]*>.*?</div>", re.S)
 # a line break, or DOT's written one ("\\n" in a label): each line a text of its own, as the browser reads it
 _LINES = re.compile(r"\n|\\n")
 
