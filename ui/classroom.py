@@ -33,6 +33,47 @@ COOKIE = "tk_student"
 COOKIE_DAYS = 180
 
 
+def keep_waiting_clicks() -> None:
+    """A click still waiting for its run is not dropped by a later click outside every fragment.
+
+    A click in a fragment (a quiz answer's Check, Join) that arrives while a run of the whole page is going
+    waits for that run to end (Streamlit 1.60 queues it in the script runner). A later click outside every
+    fragment (a lesson's section box) starts a new script runner at once (``runner.fastReruns``, on by default)
+    and the old one's queue is dropped with it: the widgets' values come back in the new click's rerun, but a
+    button's click is sent only once, so a learner's Check was lost (tests/browser/test_click_during_run.py).
+    Here such a rerun takes over the waiting clicks first, merged as Streamlit merges the reruns of one runner
+    (``_coalesce_widget_states``: a button click still waiting is kept). Installed once per process, when the
+    app's main script first imports this module."""
+    from streamlit.runtime.app_session import AppSession
+
+    if getattr(AppSession.request_rerun, "_tk_keeps_clicks", False):
+        return
+    from streamlit.runtime.scriptrunner_utils.script_requests import (
+        ScriptRequestType,
+        _coalesce_widget_states,
+    )
+
+    plain = AppSession.request_rerun
+
+    def request_rerun(self, client_state) -> None:
+        runner = self._scriptrunner
+        if client_state is not None and not client_state.fragment_id and runner is not None:
+            requests = runner._requests
+            with requests._lock:
+                waiting = requests._rerun_data if requests._state == ScriptRequestType.RERUN else None
+            if waiting is not None and waiting.widget_states is not None:
+                merged = _coalesce_widget_states(waiting.widget_states, client_state.widget_states)
+                if merged is not None:
+                    client_state.widget_states.CopyFrom(merged)
+        plain(self, client_state)
+
+    request_rerun._tk_keeps_clicks = True
+    AppSession.request_rerun = request_rerun
+
+
+keep_waiting_clicks()
+
+
 @st.cache_resource(show_spinner=False)
 def store() -> classroom.ClassStore:
     """The app-wide class database (one engine and connection pool for every session)."""

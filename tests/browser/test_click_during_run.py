@@ -106,7 +106,8 @@ class Wire:
         ended = any(
             w == "got" and m.WhichOneof("type") == "script_finished" for w, m in self.frames[self.begun :]
         )
-        return not ended and page.evaluate(RUN_STATE) == "running"
+        # (stopped between the run's new_session and its status message, the page still says "rerunRequested")
+        return not ended and page.evaluate(RUN_STATE) in ("running", "rerunRequested")
 
     def wait_sent(self, page, after: int, done, timeout_ms: int = 30_000):
         """The index of the first rerun after frame ``after`` that ``done`` accepts, once Chromium has sent it."""
@@ -134,16 +135,18 @@ class Wire:
         )
 
     def _answered(self, sent: int, fragment: str) -> bool:
-        """A run of ``fragment`` began after frame ``sent`` and ended. Any end counts: a run whose end message was
-        still queued when the next run began arrives as FINISHED_EARLY_FOR_RERUN (Streamlit's
-        ``forward_msg_queue._update_script_finished_message``), and Join ends its run with ``st.rerun()``; what
-        the click did is checked on the page."""
+        """A run of ``fragment``, or of the whole page (which runs every fragment: the waiting click merged into a
+        page rerun the running page asked for with ``st.rerun()``, seen once), began after frame ``sent`` and
+        ended. Any end counts: a run whose end message was still queued when the next run began arrives as
+        FINISHED_EARLY_FOR_RERUN (Streamlit's ``forward_msg_queue._update_script_finished_message``), and Join
+        ends its run with ``st.rerun()``; what the click did is checked on the page."""
         started = False
         for way, msg in self.frames[sent + 1 :]:
             if way != "got":
                 continue
             if msg.WhichOneof("type") == "new_session":
-                started = started or fragment in msg.new_session.fragment_ids_this_run
+                this_run = msg.new_session.fragment_ids_this_run
+                started = started or fragment in this_run or not this_run
             elif started:
                 return True
         return False
@@ -259,4 +262,35 @@ def test_joining_a_class_during_a_page_run(browser, app):
     wire.in_flight_then_answered(page, wire.begun, sent)
     joined = lessons.t("class.joined", "en", code="cmp", student="小林").replace("**", "")
     sidebar.get_by_text(joined, exact=False).wait_for(timeout=30_000)
+    page.close()
+
+
+@pytest.mark.browser
+def test_a_check_waiting_behind_a_page_run_survives_a_page_click(browser, app):
+    """A learner clicks Check while a run of the whole page is in flight (the Check waits for it), then opens
+    another section box before the app got to the Check: the box's rerun of the whole page must still carry
+    the Check. A button's click is sent once (a trigger); the radio's choice is sent again with every rerun."""
+    url, proc = app
+    page, wire = _open(browser, f"{url}/ch1?lang=en&student=impatient&class=cmp", proc.pid)
+    quiz = lessons.load_quiz(1, "en")
+    label = lessons.t("quiz.box", "en", total=len(quiz))
+    page.get_by_text(label, exact=False).click()
+    box = page.locator('[data-testid="stExpander"]').filter(has_text=label)
+    question = box.locator('[data-testid="stRadio"]').first
+    question.wait_for(timeout=30_000)
+    wait_for_app_run(page)
+    question.locator("label").nth(1).click()
+    button = box.locator('[data-testid="stButton"]').filter(has_text=lessons.t("quiz.check", "en")).first
+    enabled = button.locator("button:not([disabled])").first
+    enabled.wait_for(timeout=30_000)
+    wait_for_app_run(page)
+    check = f"tk_quiz_check_1_{quiz[0].id}"
+    with wire.page_run_in_flight(page, _section_box(page, 1, "repository").click):
+        enabled.click()
+        wire.wait_sent(page, wire.begun, lambda r: _states(r).get(check) == "trigger_value")
+        _section_box(page, 1, "config").click()
+        wire.wait_sent(page, wire.begun, lambda r: not r.fragment_id)
+    wait_for_app_run(page, timeout=60)
+    box.locator('[data-testid="stAlert"]').first.wait_for(timeout=30_000)  # the verdict: the Check counted
+    button.locator("button[disabled]").first.wait_for(timeout=10_000)
     page.close()
