@@ -101,8 +101,27 @@ def _click(page, frames: list, target, done, timeout_s: float = 30):
                 return msg
         page.wait_for_timeout(100)
     raise AssertionError(
-        f"no rerun sent and answered for this click: {[(w, _brief(m)) for w, m in frames[start:]]}"
+        f"no rerun sent and answered for this click (frames before it, then after it; the sidebar's timer "
+        f"reruns left out): {_story(frames[:start])} || {_story(frames[start:])}"
     )
+
+
+def _story(frames: list) -> list:
+    """The frames in brief, without the sidebar timer's reruns and their runs."""
+    out, timer, in_timer_run = [], set(), False
+    for way, msg in frames:
+        if way == "sent" and msg.is_auto_rerun:
+            timer.add(msg.fragment_id)
+            continue
+        if way == "got" and msg.WhichOneof("type") == "new_session":
+            ran = set(msg.new_session.fragment_ids_this_run)
+            in_timer_run = bool(ran) and ran <= timer
+        elif way == "got" and in_timer_run:
+            in_timer_run = False
+            continue
+        if not in_timer_run:
+            out.append((way, _brief(msg)))
+    return out
 
 
 def _brief(msg) -> str:
