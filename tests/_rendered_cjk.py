@@ -28,7 +28,7 @@ RENDERED_TEXT_JS = """() => {
     const clone = root.cloneNode(true);
     clone.querySelectorAll('details').forEach(d => d.setAttribute('open', ''));
     clone.querySelectorAll('[hidden]').forEach(e => e.removeAttribute('hidden'));
-    clone.querySelectorAll('pre, code, svg, canvas, textarea, script, style, .js-plotly-plot')
+    clone.querySelectorAll('pre, code, .tk-code, svg, canvas, textarea, script, style, .js-plotly-plot')
       .forEach(e => e.replaceWith(document.createTextNode('\u27e6code\u27e7')));
     clone.style.position = 'absolute';
     clone.style.left = '-30000px';
