@@ -10,6 +10,7 @@ import re
 
 import pytest
 from conftest import SHOTS, open_in_browser, page_now, remote_env, shoot, streamlit_app, wait_for_app_run
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from triton_kitchen.classroom import ClassStore
@@ -49,8 +50,18 @@ def _answer_first_question(page, lang: str, choice: int) -> None:
     radio = box.locator('[data-testid="stRadio"]').first
     radio.wait_for(timeout=30_000)
     # each student sees the choices in an order of their own: the option is found by its text
-    _click(page, radio.locator("label").filter(has_text=quiz[0].choices[choice].replace("`", "")).first)
+    option = radio.locator("label").filter(has_text=quiz[0].choices[choice].replace("`", "")).first
     check = box.locator('[data-testid="stButton"]').filter(has_text=lessons.t("quiz.check", lang)).first
+    # The choice enables Check. In one CI run (load ~20) Check stayed disabled for 30 s after the choice's click:
+    # the quiz box is drawn anew once after it first opens (ui/boxes.remembered_expander keys it with its
+    # state), and a click on the old radio can be lost; a student then clicks again, as this does.
+    for _ in range(3):
+        _click(page, option)
+        try:
+            check.locator("button:not([disabled])").first.wait_for(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            continue
     for _ in range(3):
         button = check.locator("button:not([disabled])").first
         button.wait_for(timeout=30_000)

@@ -151,7 +151,18 @@ async def _stop_a_run(base: str, app_pid: int) -> dict:
             if s.last["status"] == "FINISHED_SUCCESSFULLY" and s.whole_page_ran():
                 break
         took = time.perf_counter() - t0
-        return {"running": running, "took": took, "left": _workers_of(app_pid), "errors": s.errors}
+        # the worker is told to stop and exits on its own; under load it can outlive the page's rerun a moment
+        gone_by = time.monotonic() + 10
+        while _workers_of(app_pid) and time.monotonic() < gone_by:
+            await asyncio.sleep(0.1)
+        left_after_s = round(time.perf_counter() - t0, 2)
+        return {
+            "running": running,
+            "took": took,
+            "left": _workers_of(app_pid),
+            "left_after_s": left_after_s,
+            "errors": s.errors,
+        }
 
 
 def test_stop_on_the_page_ends_the_run_and_its_worker(server):
@@ -160,4 +171,4 @@ def test_stop_on_the_page_ends_the_run_and_its_worker(server):
         out = asyncio.run(_stop_a_run(base, proc.pid))
     assert out["running"] and not out["errors"], out
     assert out["took"] < 15, out  # 3 x 30 s asked
-    assert out["left"] == [], out  # no worker left behind
+    assert out["left"] == [], out  # no worker left behind (within 10 s of Stop)

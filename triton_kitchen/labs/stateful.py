@@ -45,6 +45,7 @@ STEP_TIMEOUT_S = 5.0  # a learner's request: past this the client gives up (a ST
 MAX_ID = 2**63 - 1
 SCALE = 2.0  # running_sum_scale: y = SCALE * clip(x, -CLIP, CLIP), then the running sum of y
 CLIP = 1000.0
+STATS_SETTLE_S = 1.0  # how long to wait for the statistics to count the last requests
 MISTAKES = ("none", "wrong_id", "zero_id", "no_end")  # on learner B's side, in through_ensemble
 MISTAKE_STEP = 3  # the step of B's that carries the wrong ID or ID 0
 
@@ -321,6 +322,13 @@ def through_ensemble(endpoint: Endpoint, mistake: str = "none") -> EnsembleRun:
         for client in clients.values():
             client.close()
     after = _scale_runs(endpoint)
+    # Triton counts a request in the statistics just after its response goes out: the last one can lag a moment
+    deadline = time.monotonic() + STATS_SETTLE_S
+    while (
+        before is not None and after is not None and after - before < run.sent and time.monotonic() < deadline
+    ):
+        time.sleep(0.02)
+        after = _scale_runs(endpoint)
     if before is not None and after is not None:
         run.scale_runs = after - before
     return run
