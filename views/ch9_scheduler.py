@@ -28,6 +28,9 @@ def _remote_note(ep) -> None:
         st.info(t("lab_batching.remote_note"))
 
 
+INST_CONCURRENCIES = (1, 2, 4, 8, 16)
+
+
 def instances() -> None:
     ep = server.endpoint()
     if ep is None:
@@ -35,15 +38,24 @@ def instances() -> None:
         return
     _remote_note(ep)
     c1, c2, c3 = st.columns(3)
-    count = c1.slider(
+    # segmented controls, not sliders: the first section is open on a fresh tab, and a slider makes the tab load
+    # and run Streamlit's slider code (benchmarks/page_timing.py); the language switch already loads these
+    count = c1.segmented_control(
         t("ch9.inst_count"),
-        2,
-        override.MAX_INSTANCES,
-        2,
+        list(range(2, override.MAX_INSTANCES + 1)),
+        default=2,
+        required=True,
         key="ch9_inst_count",
         persist_state="session",
     )
-    conc = c2.slider(t("ch9.inst_concurrency"), 1, 16, 4, key="ch9_inst_c", persist_state="session")
+    conc = c2.segmented_control(
+        t("ch9.inst_concurrency"),
+        INST_CONCURRENCIES,
+        default=4,
+        required=True,
+        key="ch9_inst_c",
+        persist_state="session",
+    )
     batching_on = c3.toggle(
         t("ch9.inst_batching"), value=False, key="ch9_inst_batching", persist_state="session"
     )
