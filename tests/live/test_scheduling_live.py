@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from triton_kitchen.core import kserve, override
+from triton_kitchen.core import kserve, load_refusal, override
 from triton_kitchen.labs import scheduling
 from triton_kitchen.labs.scheduling import QueuePolicy
 
@@ -46,7 +46,7 @@ def test_preserve_ordering_is_refused_beside_priorities_and_delay(server, ep):
     ):
         refusal = scheduling.ordering_refusal(ep, case, server.log_tail)
         assert "failed to poll from model repository" in refusal.answer, refusal
-        assert refusal.logged == f"{scheduling.POLL_FAILED} '{name}': {words}", refusal
+        assert refusal.logged == f"{load_refusal.POLL_FAILED} '{name}': {words}", refusal
 
 
 def test_kind_gpu_is_refused_on_this_cpu_server(ep):
